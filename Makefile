@@ -1,0 +1,139 @@
+# scar - fault tolerance for iterative-convergent machine learning
+# Plain make: `make`, `make check`, `make install PREFIX=... DESTDIR=...`.
+
+VERSION    := 0.1.0
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+
+CC       ?= cc
+OPT      ?= -O2
+WARN     := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wpointer-arith -Wcast-qual -Wwrite-strings \
+	-Wformat=2 -Wundef -Wvla -Wno-unused-parameter
+ifneq ($(CI),)
+WARN     += -Werror
+endif
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT      := -O1 -g
+endif
+CFLAGS   ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(SANFLAGS) \
+	-Iinclude -DSCAR_VERSION='"$(VERSION)"' $(CFLAGS)
+LDLIBS   := -ljansson -llz4 -lz -lm
+ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_OBJ  := $(LIB_SRC:.c=.o)
+CLI_SRC  := $(sort $(wildcard cmd/common/*.c))
+CLI_OBJ  := $(CLI_SRC:.c=.o)
+CMD_SRC  := $(sort $(wildcard cmd/scar-*.c))
+PROGS    := $(patsubst cmd/%.c,%,$(CMD_SRC))
+UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
+UNIT_BIN := $(UNIT_SRC:.c=)
+EX_SRC   := $(sort $(wildcard examples/*.c))
+EX_BIN   := $(EX_SRC:.c=)
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_BIN := $(TOOL_SRC:.c=)
+MAN_SRC  := $(sort $(wildcard man/*.[157]))
+HEADERS  := $(sort $(wildcard include/scar/*.h))
+
+.PHONY: all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check
+
+all: $(PROGS) lib/libscar.a scar.pc $(TOOL_BIN)
+
+lib/%.o: lib/%.c $(HEADERS) $(wildcard lib/*.h)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+cmd/common/%.o: cmd/common/%.c $(HEADERS) $(wildcard cmd/common/*.h)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+lib/libscar.a: $(LIB_OBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+scar-%: cmd/scar-%.c $(CLI_OBJ) lib/libscar.a $(HEADERS) $(wildcard cmd/common/*.h)
+	$(CC) $(ALL_CFLAGS) -Icmd/common -o $@ $< $(CLI_OBJ) lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
+
+tests/unit/test-%: tests/unit/test-%.c tests/unit/unit.h lib/libscar.a $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -Ilib -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
+
+examples/%: examples/%.c lib/libscar.a $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
+
+tools/%: tools/%.c lib/libscar.a $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
+
+tests/fault-shim.so: tests/fault-shim.c
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+
+scar.pc: Makefile
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	  'Name: scar' 'Description: fault tolerance for iterative-convergent machine learning' \
+	  'Version: $(VERSION)' 'Requires: jansson liblz4 zlib' \
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar' 'Libs.private: -lm' > $@
+
+# `make check` installs what it needs first, so a fresh machine needs only this.
+check: deps
+	$(MAKE) all $(UNIT_BIN) $(EX_BIN) tests/fault-shim.so
+	$(MAKE) unit-check lint-man bats-check
+
+unit-check: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "unit: $$t"; $(TEST_WRAPPER) ./$$t; done
+
+lint-man:
+	@set -e; for m in $(MAN_SRC); do mandoc -Tlint -W warning $$m; done; echo "man: $(words $(MAN_SRC)) pages lint clean"
+
+bats-check: all tests/fault-shim.so
+	bats $(BATS_FLAGS) tests/bats
+
+valgrind-check: all
+	SCAR_TEST_WRAPPER='valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite' \
+	  bats $(BATS_FLAGS) tests/bats
+
+deps:
+	@sh tools/deps.sh
+
+data: all
+	@sh tools/fetch-data.sh
+
+bench: all
+	@sh bench/run.sh
+
+fuzz:
+	@sh tests/fuzz/run.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/scar \
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)
+	install -m 644 lib/libscar.a $(DESTDIR)$(LIBDIR)
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/scar
+	install -m 644 scar.pc $(DESTDIR)$(PKGCONFIGDIR)
+	for m in $(MAN_SRC); do s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s; done
+	for f in completions/bash/*; do [ -f "$$f" ] && install -m 644 $$f $(DESTDIR)$(BASHCOMPDIR); done; true
+	for f in completions/zsh/*; do [ -f "$$f" ] && install -m 644 $$f $(DESTDIR)$(ZSHCOMPDIR); done; true
+	for f in completions/fish/*; do [ -f "$$f" ] && install -m 644 $$f $(DESTDIR)$(FISHCOMPDIR); done; true
+
+uninstall:
+	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
+	rm -f $(DESTDIR)$(LIBDIR)/libscar.a $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
+	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/scar/$${h##*/}; done
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/scar
+	for m in $(MAN_SRC); do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m##*/}; done
+	for f in completions/bash/*; do rm -f $(DESTDIR)$(BASHCOMPDIR)/$${f##*/}; done
+	for f in completions/zsh/*; do rm -f $(DESTDIR)$(ZSHCOMPDIR)/$${f##*/}; done
+	for f in completions/fish/*; do rm -f $(DESTDIR)$(FISHCOMPDIR)/$${f##*/}; done
+
+clean:
+	rm -f lib/*.o cmd/common/*.o lib/libscar.a scar.pc $(PROGS) $(UNIT_BIN) $(EX_BIN) $(TOOL_BIN) tests/fault-shim.so
+	rm -rf tests/fuzz/bin

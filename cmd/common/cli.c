@@ -1,0 +1,206 @@
+/* cli.c - shared command-line helpers (see cli.h). */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *cli_progname = "scar";
+
+static void check_stdout_at_exit(void)
+{
+	cli_flush_stdout();
+}
+
+void cli_init(const char *progname)
+{
+	const char *slash = strrchr(progname, '/');
+
+	cli_progname = slash ? slash + 1 : progname;
+	signal(SIGPIPE, SIG_IGN);
+	atexit(check_stdout_at_exit);
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s: ", cli_progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void cli_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	exit(EXIT_TROUBLE);
+}
+
+void cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "try '%s --help'\n", cli_progname);
+	exit(EXIT_TROUBLE);
+}
+
+void cli_warn_error(const struct scar_error *e)
+{
+	if (e->file[0] && e->line >= 0 && !strstr(e->msg, e->file))
+		cli_warn("%s:%lld: %s", e->file, (long long)e->line, e->msg);
+	else if (e->file[0] && e->offset >= 0 && !strstr(e->msg, e->file))
+		cli_warn("'%s': offset %lld: %s", e->file, (long long)e->offset, e->msg);
+	else if (e->file[0] && !strstr(e->msg, e->file))
+		cli_warn("'%s': %s", e->file, e->msg);
+	else
+		cli_warn("%s", e->msg[0] ? e->msg : scar_strerror(e->code));
+}
+
+void cli_die_error(const struct scar_error *e)
+{
+	if (e->code == SCAR_EIO && e->errno_value == EPIPE)
+		exit(EXIT_TROUBLE);	/* the reader went away: end quietly */
+	cli_warn_error(e);
+	exit(EXIT_TROUBLE);
+}
+
+static void need_value(const char *opt, const char *s)
+{
+	if (!s || !*s)
+		cli_usage_error("option '%s' needs a value", opt);
+}
+
+uint64_t cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	need_value(opt, s);
+	if (*s == '-' || *s == '+' || *s == ' ')
+		cli_usage_error("option '%s': '%s' is not a non-negative integer", opt, s);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end || errno == ERANGE)
+		cli_usage_error("option '%s': '%s' is not a non-negative integer", opt, s);
+	if (v < min || v > max)
+		cli_usage_error("option '%s': %s is out of range [%llu, %llu]", opt, s,
+				(unsigned long long)min, (unsigned long long)max);
+	return v;
+}
+
+int64_t cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max)
+{
+	char *end;
+	long long v;
+
+	need_value(opt, s);
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end || errno == ERANGE || *s == ' ')
+		cli_usage_error("option '%s': '%s' is not an integer", opt, s);
+	if (v < min || v > max)
+		cli_usage_error("option '%s': %s is out of range [%lld, %lld]", opt, s,
+				(long long)min, (long long)max);
+	return v;
+}
+
+double cli_parse_double(const char *opt, const char *s, double min, double max)
+{
+	char *end;
+	double v;
+
+	need_value(opt, s);
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end || errno == ERANGE || !isfinite(v) || *s == ' ')
+		cli_usage_error("option '%s': '%s' is not a finite number", opt, s);
+	if (v < min || v > max)
+		cli_usage_error("option '%s': %s is out of range [%g, %g]", opt, s, min, max);
+	return v;
+}
+
+double cli_parse_fraction(const char *opt, const char *s)
+{
+	const char *slash;
+	double v;
+
+	need_value(opt, s);
+	slash = strchr(s, '/');
+	if (slash) {
+		char num[64];
+		size_t n = (size_t)(slash - s);
+		double a, b;
+
+		if (n == 0 || n >= sizeof(num))
+			cli_usage_error("option '%s': '%s' is not a fraction", opt, s);
+		memcpy(num, s, n);
+		num[n] = 0;
+		a = cli_parse_double(opt, num, 0, 1e18);
+		b = cli_parse_double(opt, slash + 1, 0, 1e18);
+		if (b == 0)
+			cli_usage_error("option '%s': '%s' divides by zero", opt, s);
+		v = a / b;
+	} else {
+		v = cli_parse_double(opt, s, -1e308, 1e308);
+	}
+	if (!(v > 0 && v <= 1))
+		cli_usage_error("option '%s': %s is not a fraction in (0, 1]", opt, s);
+	return v;
+}
+
+int cli_is_stdio(const char *path)
+{
+	return !path || strcmp(path, "-") == 0;
+}
+
+void cli_refuse_binary_tty(void)
+{
+	if (isatty(STDOUT_FILENO))
+		cli_die("refusing to write a binary checkpoint to a terminal; redirect stdout or give a file");
+}
+
+void cli_refuse_tty_stdin(void)
+{
+	if (isatty(STDIN_FILENO))
+		cli_usage_error("no input: give a file, or pipe a checkpoint into stdin");
+}
+
+int cli_progress_ok(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
+void cli_version(void)
+{
+	printf("%s %s\n", cli_progname, SCAR_VERSION);
+	exit(0);
+}
+
+void cli_flush_stdout(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return;
+	if (errno == EPIPE)
+		_exit(EXIT_TROUBLE);
+	fprintf(stderr, "%s: error writing standard output: %s\n", cli_progname, strerror(errno));
+	_exit(EXIT_TROUBLE);
+}

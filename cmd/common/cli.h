@@ -1,0 +1,60 @@
+/*
+ * cli.h - the small module every scar command shares: program name,
+ * messages, strict number parsing, stdout/stdin conventions.
+ *
+ * Messages follow "scar-diff: cannot open 'a.ckpt': No such file or
+ * directory": program name, the problem first, the subject quoted, no full
+ * stop. Exit codes are the same in every tool: 0 ok, 1 a "no" answer,
+ * 2 usage or system error.
+ */
+#ifndef SCAR_CLI_H
+#define SCAR_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "scar/error.h"
+
+#define EXIT_NO 1
+#define EXIT_TROUBLE 2
+
+extern const char *cli_progname;
+
+/*
+ * Set the program name, ignore SIGPIPE (a closed pipe then shows up as
+ * EPIPE, which cli ends quietly) and register the final stdout check.
+ */
+void cli_init(const char *progname);
+
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "prog: MSG" then "try 'prog --help'", exit 2. */
+_Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a library error as "prog: [file:line: | file: offset N: ]msg". */
+void cli_warn_error(const struct scar_error *e);
+_Noreturn void cli_die_error(const struct scar_error *e);
+
+/* Parse option values strictly: the whole string, finite, in range; else usage error. */
+uint64_t cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
+int64_t cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max);
+double cli_parse_double(const char *opt, const char *s, double min, double max);
+/* A fraction in (0, 1]; also accepts "a/b". */
+double cli_parse_fraction(const char *opt, const char *s);
+
+/* "-" or NULL */
+int cli_is_stdio(const char *path);
+/* Die unless stdout may take binary data (not a terminal). */
+void cli_refuse_binary_tty(void);
+/* Die unless stdin is not a terminal (for reading a checkpoint from it). */
+void cli_refuse_tty_stdin(void);
+/* Nonzero when progress may be shown: stderr is a terminal. */
+int cli_progress_ok(void);
+
+/* Print --version text and exit 0. */
+_Noreturn void cli_version(void);
+
+/* Flush stdout; die with a message on a write error, quietly on EPIPE. */
+void cli_flush_stdout(void);
+
+#endif

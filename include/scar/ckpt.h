@@ -1,0 +1,192 @@
+/*
+ * scar/ckpt.h - checkpoint files, format version 1 (specified in scar-ckpt(5)).
+ *
+ * A checkpoint is one struct scar_state on disk: a fixed file header, a JSON
+ * metadata block (model, config, iteration, shard layout, tensor table, the
+ * rows present), then one section per (tensor, shard) that holds present
+ * rows, each an LZ4 frame with block and content checksums (or raw bytes and
+ * a CRC-32C), then an index of the sections and a fixed trailer. Everything
+ * is written front to back, so a checkpoint can go down a pipe; the trailer
+ * lets a seekable reader jump to any one section.
+ *
+ * Full and partial checkpoints share the format: a partial one lists fewer
+ * rows as present. Applying partials in iteration order over a full base
+ * gives the "saved view" (scar_ckpt_apply).
+ *
+ * Paths: "-" means stdout (writing) or stdin (reading).
+ */
+#ifndef SCAR_CKPT_H
+#define SCAR_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "scar/error.h"
+#include "scar/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SCAR_CKPT_VERSION 1
+#define SCAR_CKPT_MAGIC "\x89SCARCK\n"	/* 8 bytes */
+/* Largest metadata block a reader accepts. */
+#define SCAR_CKPT_META_MAX (64u << 20)
+
+struct scar_ckpt_save_opts {
+	int compress;		/* 1 = LZ4 frames (default), 0 = raw + CRC-32C */
+	int level;		/* LZ4 level: 0/1 fast (default), 2..12 LZ4HC */
+	int sync;		/* fsync file and directory (default 1) */
+	size_t block_size;	/* LZ4 block size: 64K, 256K, 1M or 4M (default 4M) */
+};
+/* The defaults above. */
+void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o);
+
+/*
+ * Write st to path atomically: a temporary file in the same directory, fsync,
+ * rename over path, fsync the directory. On any failure path is untouched
+ * and the temporary file is removed. "-" writes to stdout (not atomic, of
+ * course). opts may be NULL for defaults. Tensors with a present map write
+ * only present rows (a partial checkpoint).
+ */
+int scar_ckpt_save(const struct scar_state *st, const char *path,
+		   const struct scar_ckpt_save_opts *opts, struct scar_error *err);
+
+/* Write st to an open descriptor front to back (no seeking). name is for messages. */
+int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
+		       const struct scar_ckpt_save_opts *opts, struct scar_error *err);
+
+/*
+ * Read a whole checkpoint into a new state, verifying every checksum. For
+ * partial checkpoints the absent rows are zero and tensors carry a present
+ * map. "-" reads stdin.
+ */
+int scar_ckpt_load(const char *path, struct scar_state **out, struct scar_error *err);
+int scar_ckpt_load_fd(int fd, const char *name, struct scar_state **out,
+		      struct scar_error *err);
+
+/* ---- streaming reader: one section in memory at a time ---- */
+
+/* One entry of the tensor table (metadata only). */
+struct scar_ckpt_tensor_info {
+	char name[SCAR_NAME_MAX];
+	enum scar_dtype dtype;
+	enum scar_role role;
+	int ndim;
+	uint64_t shape[SCAR_MAX_DIMS];
+	uint64_t rows;			/* shape[0] (1 for ndim 0) */
+	uint64_t rows_present;
+	uint32_t shards;		/* sections this tensor is split into (1 for state) */
+	/* Present rows as sorted, disjoint [start, start+count) ranges. */
+	size_t nranges;
+	const uint64_t (*ranges)[2];	/* {start, count}; borrowed from the reader */
+};
+
+/* One entry of the section index. */
+struct scar_ckpt_section_info {
+	uint32_t tensor;		/* index into the tensor table */
+	uint32_t shard;
+	uint64_t nrows;			/* present rows in this section */
+	uint64_t offset;		/* of the section header in the file */
+	uint64_t raw_len;		/* decoded payload bytes = nrows * row bytes */
+	uint64_t stored_len;		/* payload bytes on disk */
+	int compressed;
+};
+
+struct scar_ckpt_info {
+	int version;
+	char model[SCAR_NAME_MAX];
+	uint64_t iteration;
+	uint32_t shards;
+	int partial;			/* some param row is absent */
+	const json_t *meta;		/* the whole metadata object; borrowed */
+	const json_t *config;		/* borrowed */
+	size_t ntensors;
+	const struct scar_ckpt_tensor_info *tensors;	/* borrowed */
+};
+
+/* A decoded section; pointers stay valid until the next reader call. */
+struct scar_ckpt_section {
+	struct scar_ckpt_section_info info;
+	const struct scar_ckpt_tensor_info *tensor;
+	const uint64_t *rows;		/* the nrows global row indices, ascending */
+	const void *data;		/* nrows rows, packed, little-endian */
+};
+
+struct scar_ckpt_reader;
+
+/* Open and read header and metadata. "-" is stdin. */
+int scar_ckpt_reader_open(struct scar_ckpt_reader **out, const char *path,
+			  struct scar_error *err);
+/* Same over an open descriptor; the reader does not close it. */
+int scar_ckpt_reader_open_fd(struct scar_ckpt_reader **out, int fd, const char *name,
+			     struct scar_error *err);
+const struct scar_ckpt_info *scar_ckpt_reader_info(const struct scar_ckpt_reader *r);
+
+/*
+ * Decode the next section in file order into *sec. Returns 1 with a section,
+ * 0 at the end (after the index and trailer have been read and checked
+ * against the sections seen), or a negative error. Every checksum of the
+ * section is checked before it is returned.
+ */
+int scar_ckpt_reader_next(struct scar_ckpt_reader *r, struct scar_ckpt_section *sec,
+			  struct scar_error *err);
+
+/*
+ * Random access: the index (reading the trailer) of a seekable file. Returns
+ * the number of sections, or a negative error (SCAR_EUNSUPPORTED on a pipe).
+ */
+int scar_ckpt_reader_index(struct scar_ckpt_reader *r,
+			   const struct scar_ckpt_section_info **index,
+			   struct scar_error *err);
+/* Decode the section of (tensor, shard) by seeking; SCAR_ENOTFOUND when absent. */
+int scar_ckpt_reader_section(struct scar_ckpt_reader *r, uint32_t tensor, uint32_t shard,
+			     struct scar_ckpt_section *sec, struct scar_error *err);
+/* Bytes consumed so far (for messages and progress). */
+uint64_t scar_ckpt_reader_offset(const struct scar_ckpt_reader *r);
+void scar_ckpt_reader_close(struct scar_ckpt_reader *r);
+
+/*
+ * Verify a checkpoint completely (structure, every checksum, index against
+ * sections). Returns 0 when intact, SCAR_ECORRUPT/SCAR_ETRUNC/SCAR_EFORMAT/
+ * SCAR_EVERSION when damaged, with err naming the section; SCAR_EIO when it
+ * cannot be read.
+ */
+int scar_ckpt_verify(const char *path, struct scar_error *err);
+
+/*
+ * Apply a partial (or full) checkpoint's present rows onto base, in place:
+ * every present row of every tensor of over replaces base's row; tensors
+ * must match by name, dtype and shape (SCAR_EMISMATCH otherwise) and the
+ * shard counts must agree. base->iteration becomes over's; extra.applied
+ * records the iterations applied.
+ */
+int scar_ckpt_apply(struct scar_state *base, const struct scar_state *over,
+		    struct scar_error *err);
+
+/* ---- directories of checkpoints ---- */
+
+struct scar_ckpt_entry {
+	char *path;		/* dir/name, owned */
+	uint64_t iteration;
+	int partial;
+	uint64_t size;		/* bytes on disk */
+};
+
+/*
+ * List the checkpoints (*.ckpt that carry a readable header and metadata) of
+ * a directory, sorted by iteration then name. Unreadable or damaged files are
+ * skipped and counted in *skipped (may be NULL). Free with scar_ckpt_list_free.
+ */
+int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+		   size_t *skipped, struct scar_error *err);
+void scar_ckpt_list_free(struct scar_ckpt_entry *v, size_t n);
+
+/* CRC-32C (Castagnoli) of buf, continuing from crc (start with 0). */
+uint32_t scar_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

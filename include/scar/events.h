@@ -1,0 +1,53 @@
+/*
+ * scar/events.h - the JSON-lines event stream (specified in scar-events(7)).
+ *
+ * One compact JSON object per line, '\n'-terminated, UTF-8. Every record has
+ * a "type". The first record is {"type":"header","format":"scar-events",
+ * "version":1, "tool":..., "tool_version":..., "config":{...}, ...}.
+ * Then "iteration", "checkpoint", "failure", "recovery" and a closing
+ * "summary" record. Writers flush after each record so pipes see it at once.
+ */
+#ifndef SCAR_EVENTS_H
+#define SCAR_EVENTS_H
+
+#include <stdio.h>
+#include <jansson.h>
+
+#include "scar/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SCAR_EVENTS_FORMAT "scar-events"
+#define SCAR_EVENTS_VERSION 1
+
+/*
+ * Write one record: rec (an object with a "type") as compact JSON and a
+ * newline, then fflush. Reals are printed with 17 significant digits so
+ * they round-trip exactly. Does not steal rec. SCAR_EIO on a write error.
+ */
+int scar_event_write(FILE *out, const json_t *rec, struct scar_error *err);
+
+/* A parsed stream. records[i] are owned json_t objects. */
+struct scar_events {
+	size_t n;
+	json_t **records;
+};
+
+/*
+ * Read a whole stream. A line that is not a JSON object, or lacks "type",
+ * fails with SCAR_EFORMAT and err->line set. The first record must be a
+ * header of format "scar-events" with a version <= SCAR_EVENTS_VERSION
+ * (SCAR_EVERSION for a newer one). name is for messages.
+ */
+int scar_events_read(FILE *in, const char *name, struct scar_events **out,
+		     struct scar_error *err);
+void scar_events_free(struct scar_events *ev);
+/* First record of the given type at or after index *pos (may be NULL = 0); NULL if none. */
+const json_t *scar_events_find(const struct scar_events *ev, const char *type, size_t *pos);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,347 @@
+/* tensor.c - tensors and training states (see scar/tensor.h). */
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scar/tensor.h"
+
+static const struct {
+	enum scar_dtype t;
+	const char *name;
+	size_t size;
+} dtypes[] = {
+	{ SCAR_F32, "f32", 4 }, { SCAR_F64, "f64", 8 }, { SCAR_I32, "i32", 4 },
+	{ SCAR_U32, "u32", 4 }, { SCAR_I64, "i64", 8 }, { SCAR_U64, "u64", 8 },
+	{ SCAR_U8, "u8", 1 },
+};
+
+const char *scar_dtype_name(enum scar_dtype t)
+{
+	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (dtypes[i].t == t)
+			return dtypes[i].name;
+	return NULL;
+}
+
+enum scar_dtype scar_dtype_parse(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (strcmp(dtypes[i].name, name) == 0)
+			return dtypes[i].t;
+	return 0;
+}
+
+size_t scar_dtype_size(enum scar_dtype t)
+{
+	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (dtypes[i].t == t)
+			return dtypes[i].size;
+	return 0;
+}
+
+const char *scar_role_name(enum scar_role r)
+{
+	return r == SCAR_ROLE_PARAM ? "param" : r == SCAR_ROLE_STATE ? "state" : NULL;
+}
+
+enum scar_role scar_role_parse(const char *name)
+{
+	if (name && strcmp(name, "param") == 0)
+		return SCAR_ROLE_PARAM;
+	if (name && strcmp(name, "state") == 0)
+		return SCAR_ROLE_STATE;
+	return 0;
+}
+
+int scar_tensor_new(struct scar_tensor **out, const char *name,
+		    enum scar_dtype dtype, enum scar_role role, int ndim,
+		    const uint64_t *shape, struct scar_error *err)
+{
+	struct scar_tensor *t;
+	uint64_t elems = 1;
+	size_t esz = scar_dtype_size(dtype), nlen;
+
+	*out = NULL;
+	if (!name || !(nlen = strlen(name)) || nlen >= SCAR_NAME_MAX)
+		return scar_error_set(err, SCAR_EINVAL, "tensor name must be 1 to %d bytes",
+				      SCAR_NAME_MAX - 1);
+	if (!esz)
+		return scar_error_set(err, SCAR_EINVAL, "tensor '%s': unknown dtype %d", name,
+				      (int)dtype);
+	if (!scar_role_name(role))
+		return scar_error_set(err, SCAR_EINVAL, "tensor '%s': unknown role %d", name,
+				      (int)role);
+	if (ndim < 0 || ndim > SCAR_MAX_DIMS)
+		return scar_error_set(err, SCAR_EINVAL, "tensor '%s': %d dimensions (at most %d)",
+				      name, ndim, SCAR_MAX_DIMS);
+	for (int i = 0; i < ndim; i++) {
+		if (shape[i] && elems > UINT64_MAX / shape[i])
+			return scar_error_set(err, SCAR_ERANGE, "tensor '%s': size overflows", name);
+		elems *= shape[i];
+	}
+	if (elems > SIZE_MAX / esz)
+		return scar_error_set(err, SCAR_ERANGE, "tensor '%s': size overflows", name);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	t->name = strdup(name);
+	/* calloc(0) may return NULL; keep data non-NULL for empty tensors. */
+	t->data = calloc(elems ? elems : 1, esz);
+	if (!t->name || !t->data) {
+		scar_tensor_free(t);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory for tensor '%s' (%llu elements)",
+				      name, (unsigned long long)elems);
+	}
+	t->dtype = dtype;
+	t->role = role;
+	t->ndim = ndim;
+	for (int i = 0; i < ndim; i++)
+		t->shape[i] = shape[i];
+	*out = t;
+	return 0;
+}
+
+void scar_tensor_free(struct scar_tensor *t)
+{
+	if (!t)
+		return;
+	free(t->name);
+	free(t->data);
+	free(t->present);
+	free(t);
+}
+
+int scar_tensor_clone(struct scar_tensor **out, const struct scar_tensor *t,
+		      struct scar_error *err)
+{
+	int rc = scar_tensor_new(out, t->name, t->dtype, t->role, t->ndim, t->shape, err);
+
+	if (rc)
+		return rc;
+	memcpy((*out)->data, t->data, scar_tensor_bytes(t));
+	if (t->present) {
+		rc = scar_tensor_init_present(*out, 0, err);
+		if (rc) {
+			scar_tensor_free(*out);
+			*out = NULL;
+			return rc;
+		}
+		memcpy((*out)->present, t->present, scar_tensor_rows(t));
+	}
+	return 0;
+}
+
+uint64_t scar_tensor_rows(const struct scar_tensor *t)
+{
+	return t->ndim == 0 ? 1 : t->shape[0];
+}
+
+uint64_t scar_tensor_row_elems(const struct scar_tensor *t)
+{
+	uint64_t n = 1;
+
+	for (int i = 1; i < t->ndim; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+uint64_t scar_tensor_elems(const struct scar_tensor *t)
+{
+	return scar_tensor_rows(t) * scar_tensor_row_elems(t);
+}
+
+size_t scar_tensor_row_bytes(const struct scar_tensor *t)
+{
+	return (size_t)scar_tensor_row_elems(t) * scar_dtype_size(t->dtype);
+}
+
+size_t scar_tensor_bytes(const struct scar_tensor *t)
+{
+	return (size_t)scar_tensor_elems(t) * scar_dtype_size(t->dtype);
+}
+
+void *scar_tensor_row(const struct scar_tensor *t, uint64_t r)
+{
+	assert(r < scar_tensor_rows(t));
+	return (char *)t->data + r * scar_tensor_row_bytes(t);
+}
+
+int scar_tensor_has_row(const struct scar_tensor *t, uint64_t r)
+{
+	return !t->present || t->present[r];
+}
+
+uint64_t scar_tensor_rows_present(const struct scar_tensor *t)
+{
+	uint64_t n = 0, rows = scar_tensor_rows(t);
+
+	if (!t->present)
+		return rows;
+	for (uint64_t r = 0; r < rows; r++)
+		n += t->present[r] != 0;
+	return n;
+}
+
+int scar_tensor_init_present(struct scar_tensor *t, int value, struct scar_error *err)
+{
+	uint64_t rows = scar_tensor_rows(t);
+
+	free(t->present);
+	t->present = malloc(rows ? rows : 1);
+	if (!t->present)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	memset(t->present, value ? 1 : 0, rows);
+	return 0;
+}
+
+int scar_tensor_same_layout(const struct scar_tensor *a, const struct scar_tensor *b)
+{
+	if (a->dtype != b->dtype || a->ndim != b->ndim)
+		return 0;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->shape[i] != b->shape[i])
+			return 0;
+	return 1;
+}
+
+double scar_tensor_get(const struct scar_tensor *t, uint64_t i)
+{
+	switch (t->dtype) {
+	case SCAR_F32: return ((const float *)t->data)[i];
+	case SCAR_F64: return ((const double *)t->data)[i];
+	case SCAR_I32: return ((const int32_t *)t->data)[i];
+	case SCAR_U32: return ((const uint32_t *)t->data)[i];
+	case SCAR_I64: return (double)((const int64_t *)t->data)[i];
+	case SCAR_U64: return (double)((const uint64_t *)t->data)[i];
+	case SCAR_U8: return ((const uint8_t *)t->data)[i];
+	}
+	return 0;
+}
+
+static double clampd(double v, double lo, double hi)
+{
+	if (isnan(v))
+		return 0;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+void scar_tensor_set(struct scar_tensor *t, uint64_t i, double v)
+{
+	switch (t->dtype) {
+	case SCAR_F32: ((float *)t->data)[i] = (float)v; break;
+	case SCAR_F64: ((double *)t->data)[i] = v; break;
+	case SCAR_I32: ((int32_t *)t->data)[i] = (int32_t)llround(clampd(v, INT32_MIN, INT32_MAX)); break;
+	case SCAR_U32: ((uint32_t *)t->data)[i] = (uint32_t)llround(clampd(v, 0, UINT32_MAX)); break;
+	case SCAR_I64: ((int64_t *)t->data)[i] = llround(clampd(v, -0x1p63, 0x1p63 - 1024)); break;
+	case SCAR_U64: ((uint64_t *)t->data)[i] = (uint64_t)clampd(nearbyint(v), 0, 0x1p64 - 2048); break;
+	case SCAR_U8: ((uint8_t *)t->data)[i] = (uint8_t)llround(clampd(v, 0, 255)); break;
+	}
+}
+
+/* ---- states ---- */
+
+int scar_state_new(struct scar_state **out, const char *model, struct scar_error *err)
+{
+	struct scar_state *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if (model && strlen(model) >= sizeof(s->model)) {
+		free(s);
+		return scar_error_set(err, SCAR_EINVAL, "model name too long");
+	}
+	snprintf(s->model, sizeof(s->model), "%s", model ? model : "");
+	s->config = json_object();
+	s->extra = json_object();
+	s->shards = 1;
+	if (!s->config || !s->extra) {
+		scar_state_free(s);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	*out = s;
+	return 0;
+}
+
+void scar_state_free(struct scar_state *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ntensors; i++)
+		scar_tensor_free(s->tensors[i]);
+	free(s->tensors);
+	json_decref(s->config);
+	json_decref(s->extra);
+	free(s);
+}
+
+int scar_state_add(struct scar_state *s, struct scar_tensor *t, struct scar_error *err)
+{
+	struct scar_tensor **v;
+
+	if (scar_state_find(s, t->name)) {
+		int rc = scar_error_set(err, SCAR_EINVAL, "duplicate tensor name '%s'", t->name);
+
+		scar_tensor_free(t);
+		return rc;
+	}
+	v = realloc(s->tensors, (s->ntensors + 1) * sizeof(*v));
+	if (!v) {
+		scar_tensor_free(t);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	v[s->ntensors++] = t;
+	s->tensors = v;
+	return 0;
+}
+
+struct scar_tensor *scar_state_find(const struct scar_state *s, const char *name)
+{
+	for (size_t i = 0; i < s->ntensors; i++)
+		if (strcmp(s->tensors[i]->name, name) == 0)
+			return s->tensors[i];
+	return NULL;
+}
+
+int scar_state_clone(struct scar_state **out, const struct scar_state *s, struct scar_error *err)
+{
+	struct scar_state *c;
+	int rc = scar_state_new(&c, s->model, err);
+
+	if (rc)
+		return rc;
+	json_decref(c->config);
+	json_decref(c->extra);
+	c->config = json_deep_copy(s->config);
+	c->extra = json_deep_copy(s->extra);
+	c->iteration = s->iteration;
+	c->shards = s->shards;
+	if (!c->config || !c->extra) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < s->ntensors; i++) {
+		struct scar_tensor *t;
+
+		rc = scar_tensor_clone(&t, s->tensors[i], err);
+		if (rc || (rc = scar_state_add(c, t, err)))
+			goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	scar_state_free(c);
+	*out = NULL;
+	return rc;
+}
+
+uint64_t scar_state_bytes(const struct scar_state *s, int role)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < s->ntensors; i++)
+		if (!role || (int)s->tensors[i]->role == role)
+			n += scar_tensor_bytes(s->tensors[i]);
+	return n;
+}
