@@ -1,0 +1,205 @@
+/*
+ * test-models.c - the workloads on synthetic data: convergence to known
+ * answers, recovery of planted structure, determinism and exact resume.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scar/data.h"
+#include "scar/model.h"
+#include "scar/tensor.h"
+#include "unit.h"
+
+struct run {
+	const struct scar_model_def *def;
+	struct scar_model *m;
+	struct scar_state *st;
+	json_t *cfg;
+};
+
+/* Configure, create and init a model from a JSON config text; NULL on failure. */
+static int run_open(struct run *r, const char *model, const char *cfgtext)
+{
+	struct scar_error err;
+	json_error_t jerr;
+
+	memset(r, 0, sizeof(*r));
+	scar_error_clear(&err);
+	r->def = scar_model_find(model);
+	if (!r->def) {
+		fprintf(stderr, "no model '%s'\n", model);
+		return -1;
+	}
+	r->cfg = json_loads(cfgtext, 0, &jerr);
+	if (!r->cfg || r->def->configure(r->cfg, &err) || r->def->create(&r->m, r->cfg, &err) ||
+	    scar_state_new(&r->st, model, &err)) {
+		fprintf(stderr, "%s: %s\n", model, err.msg);
+		return -1;
+	}
+	json_decref(r->st->config);
+	r->st->config = json_deep_copy(r->cfg);
+	if (r->def->init_state(r->m, r->st, &err)) {
+		fprintf(stderr, "%s: init: %s\n", model, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_steps(struct run *r, int n)
+{
+	struct scar_error err;
+
+	for (int i = 0; i < n; i++) {
+		if (r->def->step(r->m, r->st, &err)) {
+			fprintf(stderr, "%s: step: %s\n", r->def->name, err.msg);
+			return -1;
+		}
+		r->st->iteration++;
+	}
+	return 0;
+}
+
+static double run_obj(struct run *r)
+{
+	struct scar_error err;
+	double f = NAN;
+
+	if (r->def->objective(r->m, r->st, &f, &err))
+		fprintf(stderr, "%s: objective: %s\n", r->def->name, err.msg);
+	return f;
+}
+
+static double __attribute__((unused)) run_heldout(struct run *r)
+{
+	struct scar_error err;
+	double f = NAN;
+
+	if (r->def->heldout && r->def->heldout(r->m, r->st, &f, &err))
+		fprintf(stderr, "%s: heldout: %s\n", r->def->name, err.msg);
+	return f;
+}
+
+static void run_close(struct run *r)
+{
+	if (r->def && r->m)
+		r->def->free(r->m);
+	scar_state_free(r->st);
+	json_decref(r->cfg);
+}
+
+/* Nonzero when the two states hold bit-identical tensors. */
+static int states_equal(const struct scar_state *a, const struct scar_state *b)
+{
+	if (a->ntensors != b->ntensors)
+		return 0;
+	for (size_t i = 0; i < a->ntensors; i++) {
+		const struct scar_tensor *x = a->tensors[i], *y = scar_state_find(b, x->name);
+
+		if (!y || !scar_tensor_same_layout(x, y) || x->role != y->role ||
+		    memcmp(x->data, y->data, scar_tensor_bytes(x)) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Determinism and exact resume: N straight == k, clone, N - k; two runs equal. */
+static void check_resume(const char *model, const char *cfg, int k, int n)
+{
+	struct run a, b;
+	struct scar_state *mid = NULL;
+	struct scar_error err;
+
+	if (run_open(&a, model, cfg) || run_open(&b, model, cfg)) {
+		CHECK(0);
+		return;
+	}
+	CHECK(states_equal(a.st, b.st));
+	CHECK(run_steps(&a, n) == 0);
+	CHECK(run_steps(&b, k) == 0);
+	CHECK_RC(scar_state_clone(&mid, b.st, &err));
+	/* Continue from the clone in a fresh model instance, as a resumed run would. */
+	run_close(&b);
+	CHECK(run_open(&b, model, cfg) == 0);
+	scar_state_free(b.st);
+	b.st = mid;
+	CHECK(run_steps(&b, n - k) == 0);
+	CHECK(states_equal(a.st, b.st));
+	CHECK(run_obj(&a) == run_obj(&b));
+	run_close(&a);
+	run_close(&b);
+}
+
+static void test_ridge(void)
+{
+	struct run r;
+	struct scar_error err;
+	double c = 0, d0 = 0, d1 = 0, f0, f1;
+
+	if (run_open(&r, "ridge", "{\"n\": 400, \"d\": 20, \"seed\": 3}")) {
+		CHECK(0);
+		return;
+	}
+	CHECK_RC(r.def->contraction(r.m, &c, &err));
+	CHECK(c > 0 && c < 1);
+	CHECK_RC(r.def->dist_to_opt(r.m, r.st, &d0, &err));
+	f0 = run_obj(&r);
+	CHECK(run_steps(&r, 1) == 0);
+	CHECK_RC(r.def->dist_to_opt(r.m, r.st, &d1, &err));
+	/* One step contracts by at most c (a tiny slack for rounding). */
+	CHECK(d1 <= c * d0 * (1 + 1e-12));
+	/* The slowest direction dominates: successive distances shrink by c itself. */
+	{
+		double da, db;
+
+		CHECK(run_steps(&r, 300) == 0);
+		CHECK_RC(r.def->dist_to_opt(r.m, r.st, &da, &err));
+		CHECK(run_steps(&r, 1) == 0);
+		CHECK_RC(r.def->dist_to_opt(r.m, r.st, &db, &err));
+		CHECK_NEAR(db / da, c, 1e-4);
+	}
+	CHECK(run_steps(&r, 1699) == 0);
+	CHECK_RC(r.def->dist_to_opt(r.m, r.st, &d1, &err));
+	CHECK(d1 < 1e-9 * d0);
+	f1 = run_obj(&r);
+	CHECK(f1 < f0);
+	printf("ridge: c = %.6f, D = %.4g, dist after 2001 steps %.3g, objective %.6g -> %.6g\n",
+	       c, d0, d1, f0, f1);
+	run_close(&r);
+
+	/* Unknown keys and bad values are rejected. */
+	{
+		json_t *cfg = json_pack("{s:i}", "bogus", 1);
+
+		CHECK(r.def->configure(cfg, &err) == SCAR_EINVAL);
+		CHECK(strstr(err.msg, "bogus") != NULL);
+		json_decref(cfg);
+		cfg = json_pack("{s:f}", "lambda", -1.0);
+		CHECK(r.def->configure(cfg, &err) == SCAR_ERANGE);
+		json_decref(cfg);
+	}
+	check_resume("ridge", "{\"init_scale\": 1.0}", 7, 20);
+}
+
+static void test_registry(void)
+{
+	const struct scar_model_def *const *m = scar_models();
+	int n = 0;
+
+	for (; m[n]; n++) {
+		CHECK(scar_model_find(m[n]->name) == m[n]);
+		CHECK(m[n]->configure && m[n]->create && m[n]->init_state && m[n]->step &&
+		      m[n]->objective && m[n]->free && m[n]->objective_name && m[n]->summary);
+	}
+	CHECK(n >= 1);
+	CHECK(scar_model_find("nope") == NULL);
+	CHECK(scar_model_find(NULL) == NULL);
+}
+
+int main(void)
+{
+	test_registry();
+	test_ridge();
+	return unit_done("test-models");
+}
