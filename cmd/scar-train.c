@@ -1,0 +1,383 @@
+/*
+ * scar-train - train a workload with checkpoints, failures and recovery,
+ * writing one JSON event per line (see scar-train(1), scar-events(7)).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "scar/ckpt.h"
+#include "scar/events.h"
+#include "scar/model.h"
+#include "scar/train.h"
+
+static const char usage_text[] =
+"usage: scar-train [--model NAME] [--iters N] [--shards S] [options]\n"
+"       scar-train --resume PATH [--iters N] [options]\n"
+"       scar-train --list-models\n"
+"\n"
+"Train an iterative-convergent workload and write JSON-lines events to stdout.\n"
+"\n"
+"Workload:\n"
+"  -m, --model NAME        mlr, ridge, mf or lda (default mlr)\n"
+"      --data PATH         real data set (default: the built-in synthetic one)\n"
+"      --seed N            seed of the model and its data (default 1)\n"
+"      --set KEY=VALUE     set a model configuration key (repeatable)\n"
+"      --config FILE       model configuration as a JSON object\n"
+"  -n, --iters N           iterations to run; with --resume, the total (default 50)\n"
+"      --shards S          parameter shards, row r in shard r mod S (default 8)\n"
+"      --heldout-every N   held-out metric every N iterations (default: first and last)\n"
+"      --list-models       list the workloads and exit\n"
+"Checkpoints:\n"
+"      --policy P          none, full, round-robin, random or priority (default none)\n"
+"      --interval C        full checkpoint every C iterations (default 8)\n"
+"      --fraction R        partial policies: R of the rows every R*C iterations (default 1/4)\n"
+"      --checkpoint-dir D  write checkpoints into D (default: an in-memory store)\n"
+"      --no-compress       store checkpoint sections uncompressed\n"
+"      --no-sync           do not fsync checkpoint files\n"
+"Failures and recovery:\n"
+"      --fail-at LIST      fail after these iterations (comma-separated)\n"
+"      --fail-prob P       fail after each iteration with probability P\n"
+"      --lose-shards LIST  a failure loses these shards\n"
+"      --lose-count N      a failure loses N shards chosen by seed (default 1)\n"
+"      --lose-fraction F   a failure loses a fraction F of the shards\n"
+"      --fail-seed N       seed of failure times, lost shards, random rows (default 1)\n"
+"      --recovery R        partial, full or none (default partial)\n"
+"Iteration cost:\n"
+"      --cost              measure the cost against an unperturbed reference run\n"
+"      --reference FILE    take the reference from this event stream instead\n"
+"      --cost-window W     smooth the objective over W iterations (default 1)\n"
+"      --cost-cap N        give up N iterations after --iters (default: --iters)\n"
+"State and output:\n"
+"      --resume PATH       continue from a checkpoint, a directory's newest, or -\n"
+"      --save PATH         write the final state as a full checkpoint (- = stdout)\n"
+"      --events FILE       write events to FILE (default stdout; none with --save -)\n"
+"      --no-timing         leave out timing fields, for bit-identical streams\n"
+"  -q, --quiet             no progress bar on stderr\n"
+"  -h, --help              show this help and exit\n"
+"  -V, --version           show the version and exit\n";
+
+enum {
+	OPT_DATA = 256, OPT_SEED, OPT_SET, OPT_CONFIG, OPT_SHARDS, OPT_HELDOUT, OPT_LIST,
+	OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_CKPTDIR, OPT_NOCOMPRESS, OPT_NOSYNC,
+	OPT_FAILAT, OPT_FAILPROB, OPT_LOSESHARDS, OPT_LOSECOUNT, OPT_LOSEFRAC, OPT_FAILSEED,
+	OPT_RECOVERY, OPT_COST, OPT_REFERENCE, OPT_WINDOW, OPT_CAP, OPT_RESUME, OPT_SAVE,
+	OPT_EVENTS, OPT_NOTIMING,
+};
+
+static const struct option long_options[] = {
+	{ "checkpoint-dir", required_argument, NULL, OPT_CKPTDIR },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "cost", no_argument, NULL, OPT_COST },
+	{ "cost-cap", required_argument, NULL, OPT_CAP },
+	{ "cost-window", required_argument, NULL, OPT_WINDOW },
+	{ "data", required_argument, NULL, OPT_DATA },
+	{ "events", required_argument, NULL, OPT_EVENTS },
+	{ "fail-at", required_argument, NULL, OPT_FAILAT },
+	{ "fail-prob", required_argument, NULL, OPT_FAILPROB },
+	{ "fail-seed", required_argument, NULL, OPT_FAILSEED },
+	{ "fraction", required_argument, NULL, OPT_FRACTION },
+	{ "heldout-every", required_argument, NULL, OPT_HELDOUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "iters", required_argument, NULL, 'n' },
+	{ "list-models", no_argument, NULL, OPT_LIST },
+	{ "lose-count", required_argument, NULL, OPT_LOSECOUNT },
+	{ "lose-fraction", required_argument, NULL, OPT_LOSEFRAC },
+	{ "lose-shards", required_argument, NULL, OPT_LOSESHARDS },
+	{ "model", required_argument, NULL, 'm' },
+	{ "no-compress", no_argument, NULL, OPT_NOCOMPRESS },
+	{ "no-sync", no_argument, NULL, OPT_NOSYNC },
+	{ "no-timing", no_argument, NULL, OPT_NOTIMING },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "recovery", required_argument, NULL, OPT_RECOVERY },
+	{ "reference", required_argument, NULL, OPT_REFERENCE },
+	{ "resume", required_argument, NULL, OPT_RESUME },
+	{ "save", required_argument, NULL, OPT_SAVE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Parse "a,b,c" of integers in [min, max] into v; returns the count. */
+static size_t parse_list(const char *opt, const char *s, uint64_t *v, size_t cap,
+			 uint64_t min, uint64_t max)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	size_t n = 0;
+
+	if (!copy)
+		cli_die("out of memory");
+	if (!*s)
+		cli_usage_error("option '%s' needs a value", opt);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == cap)
+			cli_usage_error("option '%s': more than %zu values", opt, cap);
+		v[n++] = cli_parse_u64(opt, tok, min, max);
+	}
+	free(copy);
+	if (!n)
+		cli_usage_error("option '%s' needs a value", opt);
+	return n;
+}
+
+static void progress(uint64_t clock, uint64_t total, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "\r%s: iteration %llu/%llu", cli_progname, (unsigned long long)clock,
+		(unsigned long long)total);
+	if (clock >= total)
+		fputc('\n', stderr);
+}
+
+/* --set KEY=VALUE: VALUE is JSON when it parses as JSON, else a string. */
+static void set_key(json_t *config, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char key[128];
+	json_t *v;
+
+	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
+		cli_usage_error("option '--set': '%s' is not KEY=VALUE", kv);
+	memcpy(key, kv, (size_t)(eq - kv));
+	key[eq - kv] = 0;
+	v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+	if (!v)
+		v = json_string(eq + 1);
+	if (!v || json_object_set_new(config, key, v))
+		cli_die("out of memory");
+}
+
+static _Noreturn void list_models(void)
+{
+	const struct scar_model_def *const *m;
+
+	for (m = scar_models(); *m; m++)
+		printf("%-6s %s\n", (*m)->name, (*m)->summary);
+	exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	struct scar_train_opts o;
+	struct scar_train_result res;
+	struct scar_error err;
+	struct scar_state *resume = NULL;
+	json_t *config = json_object(), *reference = NULL;
+	const char *model = "mlr", *save = NULL, *events_path = NULL, *resume_path = NULL;
+	const char *reference_path = NULL;
+	uint64_t tmp[SCAR_TRAIN_MAX_LOSE];
+	int c, quiet = 0, shards_given = 0, model_given = 0, rc;
+	FILE *events = stdout;
+
+	cli_init(argv[0]);
+	scar_error_clear(&err);
+	scar_train_opts_init(&o);
+	o.shards = 8;
+	o.fraction = 0.25;
+	o.timing = 1;
+	if (!config)
+		cli_die("out of memory");
+	while ((c = getopt_long(argc, argv, "hm:n:qV", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 'V': cli_version();
+		case 'm': model = optarg; model_given = 1; break;
+		case 'n': o.iters = cli_parse_u64("--iters", optarg, 1, 100000000); break;
+		case 'q': quiet = 1; break;
+		case OPT_DATA:
+			if (!*optarg)
+				cli_usage_error("option '--data' needs a value");
+			json_object_set_new(config, "data", json_string(optarg));
+			break;
+		case OPT_SEED:
+			json_object_set_new(config, "seed", json_integer(
+				(json_int_t)cli_parse_u64("--seed", optarg, 0, INT64_MAX)));
+			break;
+		case OPT_SET: set_key(config, optarg); break;
+		case OPT_CONFIG: {
+			json_error_t je;
+			json_t *f = json_load_file(optarg, 0, &je);
+			if (!f)
+				cli_die("cannot read config '%s': line %d: %s", optarg, je.line, je.text);
+			if (!json_is_object(f))
+				cli_die("config '%s' is not a JSON object", optarg);
+			json_object_update(config, f);
+			json_decref(f);
+			break;
+		}
+		case OPT_SHARDS:
+			o.shards = (uint32_t)cli_parse_u64("--shards", optarg, 1, SCAR_TRAIN_MAX_LOSE);
+			shards_given = 1;
+			break;
+		case OPT_HELDOUT: o.heldout_every = cli_parse_u64("--heldout-every", optarg, 1, UINT32_MAX); break;
+		case OPT_LIST: list_models();
+		case OPT_POLICY:
+			if ((rc = scar_policy_parse(optarg)) < 0)
+				cli_usage_error("unknown policy '%s' (none, full, round-robin, random, priority)", optarg);
+			o.policy = rc;
+			break;
+		case OPT_INTERVAL: o.interval = cli_parse_u64("--interval", optarg, 1, 100000000); break;
+		case OPT_FRACTION: o.fraction = cli_parse_fraction("--fraction", optarg); break;
+		case OPT_CKPTDIR:
+			if (!*optarg)
+				cli_usage_error("option '--checkpoint-dir' needs a value");
+			o.ckpt_dir = optarg;
+			break;
+		case OPT_NOCOMPRESS: o.ckpt_compress = 0; break;
+		case OPT_NOSYNC: o.ckpt_sync = 0; break;
+		case OPT_FAILAT:
+			o.nfail_at = parse_list("--fail-at", optarg, o.fail_at, SCAR_TRAIN_MAX_FAILS, 1, 100000000);
+			break;
+		case OPT_FAILPROB: o.fail_prob = cli_parse_double("--fail-prob", optarg, 0, 1); break;
+		case OPT_LOSESHARDS:
+			o.nlose_list = parse_list("--lose-shards", optarg, tmp, SCAR_TRAIN_MAX_LOSE, 0,
+						  SCAR_TRAIN_MAX_LOSE - 1);
+			for (size_t i = 0; i < o.nlose_list; i++)
+				o.lose_list[i] = (uint32_t)tmp[i];
+			o.lose_mode = SCAR_LOSE_LIST;
+			break;
+		case OPT_LOSECOUNT:
+			o.lose_count = (uint32_t)cli_parse_u64("--lose-count", optarg, 1, SCAR_TRAIN_MAX_LOSE);
+			o.lose_mode = SCAR_LOSE_COUNT;
+			break;
+		case OPT_LOSEFRAC:
+			o.lose_fraction = cli_parse_fraction("--lose-fraction", optarg);
+			o.lose_mode = SCAR_LOSE_FRACTION;
+			break;
+		case OPT_FAILSEED: o.fail_seed = cli_parse_u64("--fail-seed", optarg, 0, UINT64_MAX); break;
+		case OPT_RECOVERY:
+			if ((rc = scar_recovery_parse(optarg)) < 0)
+				cli_usage_error("unknown recovery '%s' (partial, full, none)", optarg);
+			o.recovery = rc;
+			break;
+		case OPT_COST: o.measure_cost = 1; break;
+		case OPT_REFERENCE: reference_path = optarg; o.measure_cost = 1; break;
+		case OPT_WINDOW: o.cost_window = cli_parse_u64("--cost-window", optarg, 1, 1000000); break;
+		case OPT_CAP: o.cost_cap = cli_parse_u64("--cost-cap", optarg, 1, 100000000); break;
+		case OPT_RESUME: resume_path = optarg; break;
+		case OPT_SAVE: save = optarg; break;
+		case OPT_EVENTS: events_path = optarg; break;
+		case OPT_NOTIMING: o.timing = 0; break;
+		default:
+			fprintf(stderr, "try '%s --help'\n", cli_progname);
+			return EXIT_TROUBLE;
+		}
+	}
+	if (optind < argc)
+		cli_usage_error("unexpected operand '%s'", argv[optind]);
+	if (o.fail_seed == 0)
+		o.fail_seed = 1;
+	if (!resume_path && !scar_model_find(model))
+		cli_usage_error("unknown model '%s' (see --list-models)", model);
+	if (o.nlose_list)
+		for (size_t i = 0; i < o.nlose_list; i++)
+			if (o.lose_list[i] >= o.shards)
+				cli_usage_error("option '--lose-shards': shard %u does not exist (0..%u)",
+						o.lose_list[i], o.shards - 1);
+	if (o.lose_mode == SCAR_LOSE_COUNT && o.lose_count > o.shards)
+		cli_usage_error("option '--lose-count': %u is more than the %u shards", o.lose_count, o.shards);
+
+	/* Resume: the checkpoint carries model, config and shard count. */
+	if (resume_path) {
+		char used[4096];
+		size_t skipped = 0;
+
+		if (cli_is_stdio(resume_path))
+			cli_refuse_tty_stdin();
+		if (model_given || json_object_size(config))
+			cli_usage_error("--resume takes model and configuration from the checkpoint");
+		if (scar_train_load_resume(resume_path, &resume, &skipped, used, sizeof(used), &err))
+			cli_die_error(&err);
+		if (skipped)
+			cli_warn("skipped %zu damaged checkpoint%s in '%s'; resuming from '%s'", skipped,
+				 skipped == 1 ? "" : "s", resume_path, used);
+		if (shards_given && o.shards != resume->shards)
+			cli_usage_error("checkpoint has %u shards; --shards %u differs", resume->shards, o.shards);
+		o.shards = resume->shards;
+		o.resume = resume;
+		{
+			json_t *ck = json_object_get(resume->extra, "clock");
+			uint64_t at = json_is_integer(ck) ? (uint64_t)json_integer_value(ck) : resume->iteration;
+
+			if (o.iters <= at)
+				cli_usage_error("checkpoint is at iteration %llu; --iters %llu leaves nothing to do",
+						(unsigned long long)at, (unsigned long long)o.iters);
+		}
+	}
+	for (size_t i = 0; i < o.nfail_at; i++)
+		if (o.fail_at[i] > o.iters)
+			cli_usage_error("option '--fail-at': iteration %llu is after the last (%llu)",
+					(unsigned long long)o.fail_at[i], (unsigned long long)o.iters);
+	if (reference_path) {
+		FILE *f = fopen(reference_path, "r");
+		struct scar_events *ev;
+
+		if (!f)
+			cli_die("cannot open '%s': %s", reference_path, strerror(errno));
+		if (scar_events_read(f, reference_path, &ev, &err))
+			cli_die_error(&err);
+		fclose(f);
+		reference = scar_train_reference_from_events((const json_t *const *)ev->records, ev->n, &err);
+		scar_events_free(ev);
+		if (!reference) {
+			snprintf(err.file, sizeof(err.file), "%s", reference_path);
+			cli_die_error(&err);
+		}
+		o.reference = reference;
+	}
+	if (o.ckpt_dir && access(o.ckpt_dir, W_OK | X_OK) != 0)
+		cli_die("cannot write checkpoints into '%s': %s", o.ckpt_dir, strerror(errno));
+
+	if (save && cli_is_stdio(save)) {
+		cli_refuse_binary_tty();
+		events = NULL;
+	}
+	if (events_path) {
+		if (cli_is_stdio(events_path)) {
+			if (!events)
+				cli_usage_error("--save - and --events - both want stdout");
+			events = stdout;
+		} else if (!(events = fopen(events_path, "w"))) {
+			cli_die("cannot open '%s': %s", events_path, strerror(errno));
+		}
+	}
+	o.model = model;
+	o.config = config;
+	o.events = events;
+	if (!quiet && cli_progress_ok()) {
+		o.progress = progress;
+	}
+
+	rc = scar_train_run(&o, &res, &err);
+	if (rc) {
+		if (rc == SCAR_EDIVERGED) {
+			cli_warn_error(&err);
+			return EXIT_NO;
+		}
+		cli_die_error(&err);
+	}
+	if (save) {
+		if (cli_is_stdio(save)) {
+			fflush(stdout);
+			rc = scar_ckpt_write_fd(res.final_state, STDOUT_FILENO, "-", NULL, &err);
+		} else {
+			rc = scar_ckpt_save(res.final_state, save, NULL, &err);
+		}
+		if (rc)
+			cli_die_error(&err);
+	}
+	if (events && events != stdout && fclose(events) != 0)
+		cli_die("error writing '%s': %s", events_path, strerror(errno));
+	scar_state_free(res.final_state);
+	scar_state_free(resume);
+	json_decref(reference);
+	json_decref(config);
+	return 0;
+}

@@ -1,0 +1,153 @@
+/*
+ * scar/train.h - the training loop with SCAR's fault-tolerance machinery:
+ * checkpoint policies, scheduled partial failures, recovery strategies, and
+ * the iteration cost against an unperturbed reference.
+ *
+ * Vocabulary (scar(7) has the long form):
+ *   clock      iterations executed so far, monotone; what costs are counted in.
+ *   state_iter the state's own iteration; a full rollback sends it back to C.
+ *   saved view each parameter row's most recently saved value. The iteration-0
+ *              state is saved in full, so every row has one.
+ *
+ * Checkpoint I/O budget: `full` writes every row each `interval` iterations;
+ * the partial policies write a `fraction` r of each parameter tensor's rows
+ * every r * interval iterations (rounded to a whole number >= 1), so the
+ * rows written per iteration are the same.
+ *
+ * Determinism: the model owns its RNG in the state; the trainer's own random
+ * choices (random policy rows, random failures and which shards they lose)
+ * come from streams seeded by (fail_seed, iteration), so they consume no
+ * model randomness and need no extra saved state.
+ */
+#ifndef SCAR_TRAIN_H
+#define SCAR_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "scar/error.h"
+#include "scar/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum scar_policy {
+	SCAR_POLICY_NONE = 0,		/* only the iteration-0 snapshot */
+	SCAR_POLICY_FULL,		/* all rows every interval (traditional) */
+	SCAR_POLICY_ROUND_ROBIN,	/* fraction r, fixed cycle through rows */
+	SCAR_POLICY_RANDOM,		/* fraction r, random rows each time */
+	SCAR_POLICY_PRIORITY,		/* fraction r, rows furthest from their saved value */
+};
+
+enum scar_recovery {
+	SCAR_RECOVER_PARTIAL = 0,	/* lost rows from the saved view; all else goes on */
+	SCAR_RECOVER_FULL,		/* whole state back to the last full checkpoint */
+	SCAR_RECOVER_NONE,		/* leave lost rows destroyed (zero) - for studies */
+};
+
+/* How a failure picks the shards it loses. */
+enum scar_lose_mode {
+	SCAR_LOSE_LIST = 0,		/* the listed shards */
+	SCAR_LOSE_COUNT,		/* this many, chosen by seed */
+	SCAR_LOSE_FRACTION,		/* round(fraction * S) >= 1, chosen by seed */
+};
+
+const char *scar_policy_name(enum scar_policy p);
+int scar_policy_parse(const char *name);	/* policy, or -1 */
+const char *scar_recovery_name(enum scar_recovery r);
+int scar_recovery_parse(const char *name);	/* strategy, or -1 */
+
+#define SCAR_TRAIN_MAX_FAILS 1024
+#define SCAR_TRAIN_MAX_LOSE 4096
+
+struct scar_train_opts {
+	/* what to train: a model name and its config (borrowed; NULL = {}) */
+	const char *model;
+	json_t *config;
+	uint32_t shards;		/* S >= 1 */
+	uint64_t iters;			/* clock iterations (the reference's length) */
+	uint64_t heldout_every;		/* 0 = only at the end */
+
+	/* resuming: a checkpoint to continue from (borrowed; NULL = fresh) */
+	const struct scar_state *resume;
+
+	/* checkpoints */
+	enum scar_policy policy;
+	uint64_t interval;		/* C */
+	double fraction;		/* r, in (0, 1] */
+	const char *ckpt_dir;		/* NULL = in-memory store only */
+	int ckpt_compress;		/* LZ4 frames in files */
+	int ckpt_sync;			/* fsync files (default 1) */
+
+	/* failures */
+	uint64_t fail_at[SCAR_TRAIN_MAX_FAILS];
+	size_t nfail_at;
+	double fail_prob;		/* per-iteration probability, 0 = off */
+	enum scar_lose_mode lose_mode;
+	uint32_t lose_list[SCAR_TRAIN_MAX_LOSE];
+	size_t nlose_list;
+	uint32_t lose_count;
+	double lose_fraction;
+	uint64_t fail_seed;
+	enum scar_recovery recovery;
+
+	/* iteration cost */
+	int measure_cost;		/* run (or use) a reference, report cost */
+	const json_t *reference;	/* array of reference objectives by clock, or NULL = run it */
+	uint64_t cost_window;		/* objective smoothing window (>= 1) */
+	uint64_t cost_cap;		/* extra clock iterations allowed to reach the target */
+
+	/* output */
+	FILE *events;			/* JSON lines; NULL = none */
+	int timing;			/* include elapsed/seconds fields (breaks bit-identity) */
+	const char *tool;		/* "scar-train" for the header */
+	/* progress callback, may be NULL: clock, total */
+	void (*progress)(uint64_t clock, uint64_t total, void *arg);
+	void *progress_arg;
+};
+
+/* Defaults: S = 1, iters 50, policy none, interval 8, fraction 1, recovery partial, window 1. */
+void scar_train_opts_init(struct scar_train_opts *o);
+
+struct scar_train_result {
+	uint64_t clock;			/* iterations executed */
+	double final_objective;
+	uint64_t failures;
+	int64_t total_cost;		/* sum of costs; censored runs count their cap */
+	int censored;
+	uint64_t checkpoints, checkpoint_rows, checkpoint_bytes;
+	double checkpoint_seconds;
+	struct scar_state *final_state;	/* owned by the caller: scar_state_free() it */
+};
+
+/*
+ * Train as opts says, writing events. Returns 0, or a negative error
+ * (SCAR_EDIVERGED naming the iteration when the objective or a step is not
+ * finite; SCAR_EIO when a checkpoint cannot be written - nothing damaged is
+ * left behind). On success res->final_state holds the final state.
+ */
+int scar_train_run(const struct scar_train_opts *opts, struct scar_train_result *res,
+		   struct scar_error *err);
+
+/*
+ * The reference objectives of an event stream (by clock 0..n), as a JSON
+ * array of reals, for opts->reference. Returns NULL and fills err when the
+ * stream has no iteration records.
+ */
+json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
+					 struct scar_error *err);
+
+/*
+ * Build a resumable state from a checkpoint path, a directory (its newest
+ * full checkpoint that verifies; damaged newer ones are skipped and counted
+ * in *skipped) or "-" (stdin).
+ */
+int scar_train_load_resume(const char *path, struct scar_state **out, size_t *skipped,
+			   char *used_path, size_t used_len, struct scar_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
