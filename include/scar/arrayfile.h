@@ -1,0 +1,165 @@
+/*
+ * scar/arrayfile.h - NumPy .npy and safetensors files: read and write.
+ *
+ * These are the interchange formats of the toolkit: scar-diff compares them
+ * with checkpoints (tensors matched by name), scar-ckpt exports to and
+ * imports from them. Both hold plain little-endian row-major arrays, so a
+ * reader can fetch any byte range of a tensor without decoding the rest.
+ *
+ *   .npy (NumPy format versions 1.0, 2.0 and 3.0): one array. Its tensor is
+ *        named after the file stem ("w.npy" -> "w"; "-" -> "array").
+ *        Accepted dtypes '<f4' '<f8' '<i4' '<u4' '<i8' '<u8' '|u1' (and the
+ *        '>' big-endian forms, swapped on read); C order, or Fortran order
+ *        for ndim <= 1 (where it is the same thing).
+ *   safetensors: an 8-byte little-endian header length N, N bytes of JSON
+ *        {"name": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]},
+ *        "__metadata__": {string: string}}, then the byte buffer. Dtypes
+ *        F32 F64 I32 U32 I64 U64 U8. The writer pads the header with spaces
+ *        to a multiple of 8 and lays tensors out in the given order.
+ *
+ * Other dtypes (f16, bf16, i8, bool, ...) fail with SCAR_EUNSUPPORTED and a
+ * message naming the tensor and the dtype.
+ *
+ * Tensors read from these files have role SCAR_ROLE_PARAM and no present
+ * map (every row is present); a safetensors writer stores the role of state
+ * tensors in __metadata__ as "scar.role.<name>": "state" and the reader
+ * restores it, so that export followed by import keeps roles.
+ */
+#ifndef SCAR_ARRAYFILE_H
+#define SCAR_ARRAYFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "scar/error.h"
+#include "scar/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum scar_array_format {
+	SCAR_ARRAY_NPY = 1,
+	SCAR_ARRAY_SAFETENSORS = 2,
+};
+
+/* One tensor of an open array file (metadata only). */
+struct scar_array_info {
+	char name[SCAR_NAME_MAX];
+	enum scar_dtype dtype;
+	enum scar_role role;
+	int ndim;
+	uint64_t shape[SCAR_MAX_DIMS];
+	uint64_t offset;	/* of the first data byte in the file */
+	uint64_t nbytes;	/* elements * dtype size */
+	int swap;		/* stored big-endian: reads byte-swap */
+};
+
+struct scar_arrayfile;	/* opaque */
+
+/*
+ * Which array format the first bytes of a file are: SCAR_ARRAY_NPY for the
+ * "\x93NUMPY" magic, SCAR_ARRAY_SAFETENSORS for a plausible header length
+ * followed by '{', or 0. n is how many bytes head holds (>= 9 for a sure
+ * answer).
+ */
+int scar_array_sniff(const void *head, size_t n);
+
+/*
+ * Open an array file and parse its header. A seekable file is read on
+ * demand (scar_arrayfile_read uses pread); "-" or a pipe is read into
+ * memory whole. The format comes from the file's contents, not its name.
+ * Fails with SCAR_EFORMAT (not an array file, bad header), SCAR_ETRUNC
+ * (data shorter than the header says), SCAR_EUNSUPPORTED (dtype, order),
+ * SCAR_EIO.
+ */
+int scar_arrayfile_open(struct scar_arrayfile **out, const char *path,
+			struct scar_error *err);
+/* As above over head bytes already read from fd (n may be 0) and the rest of fd. */
+int scar_arrayfile_open_fd(struct scar_arrayfile **out, int fd, const char *name,
+			   const void *head, size_t n, struct scar_error *err);
+void scar_arrayfile_close(struct scar_arrayfile *f);
+
+enum scar_array_format scar_arrayfile_format(const struct scar_arrayfile *f);
+size_t scar_arrayfile_count(const struct scar_arrayfile *f);
+/* Tensor i (0-based, in file order), or NULL. Borrowed until close. */
+const struct scar_array_info *scar_arrayfile_tensor(const struct scar_arrayfile *f, size_t i);
+/* Index of the tensor called name, or -1. */
+long scar_arrayfile_find(const struct scar_arrayfile *f, const char *name);
+/* safetensors "__metadata__" object (borrowed), or NULL when absent / npy. */
+const json_t *scar_arrayfile_metadata(const struct scar_arrayfile *f);
+
+/*
+ * Copy len bytes of tensor i starting at byte off of its data into buf, in
+ * native (little-endian) byte order. off and len must lie within the tensor
+ * and be multiples of the element size. SCAR_ETRUNC when the file is short.
+ */
+int scar_arrayfile_read(struct scar_arrayfile *f, size_t i, uint64_t off, void *buf,
+			size_t len, struct scar_error *err);
+
+/* Read tensor i whole into a new tensor (*out owns it). */
+int scar_arrayfile_load_tensor(struct scar_arrayfile *f, size_t i,
+			       struct scar_tensor **out, struct scar_error *err);
+
+/*
+ * Read a whole array file into a new state (model "", iteration 0, shards 1;
+ * for safetensors, __metadata__ is copied into extra as "safetensors").
+ */
+int scar_array_load(const char *path, struct scar_state **out, struct scar_error *err);
+
+/*
+ * Write t as a .npy file. version 0 picks 1.0, or 2.0 when the header does
+ * not fit 1.0's 16-bit length; 1 or 2 forces it. The header is padded so the
+ * data starts at a multiple of 64 bytes. Absent rows of a partial tensor are
+ * written as they are stored (zero after reading a checkpoint).
+ * The path variant writes atomically (temporary file, fsync, rename);
+ * "-" is stdout.
+ */
+int scar_npy_write(const char *path, const struct scar_tensor *t, int version,
+		   struct scar_error *err);
+int scar_npy_write_fd(int fd, const char *name, const struct scar_tensor *t,
+		      int version, struct scar_error *err);
+
+/*
+ * Write the tensors of st (all of them, or only those whose role matches
+ * role when role is nonzero) as one safetensors file. metadata (may be NULL)
+ * is an object of string values copied into "__metadata__", to which the
+ * writer adds "scar.role.<name>": "state" for state tensors. Atomic like
+ * scar_npy_write; "-" is stdout. SCAR_EINVAL for a non-string metadata value.
+ */
+int scar_safetensors_write(const char *path, const struct scar_state *st, int role,
+			   const json_t *metadata, struct scar_error *err);
+int scar_safetensors_write_fd(int fd, const char *name, const struct scar_state *st,
+			      int role, const json_t *metadata, struct scar_error *err);
+
+/* ---- building blocks (shared by the two writers; usable by anyone) ---- */
+
+/*
+ * Parse a safetensors JSON header of len bytes whose byte buffer starts at
+ * file offset data_start in a file of file_size bytes. On success *tensors
+ * (malloc'ed, sorted by offset, caller frees) holds *n entries and *metadata
+ * (may be NULL on input to ignore it) a new reference or NULL.
+ */
+int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
+			   uint64_t file_size, struct scar_array_info **tensors,
+			   size_t *n, json_t **metadata, struct scar_error *err);
+
+/*
+ * Write a file atomically: fn(fd, name, ctx, err) writes the contents to a
+ * temporary file next to path, which is then fsync'ed and renamed over path,
+ * and the directory fsync'ed. On failure path is untouched and the
+ * temporary file removed. path "-" calls fn on stdout directly.
+ */
+int scar_write_atomic(const char *path,
+		      int (*fn)(int fd, const char *name, void *ctx, struct scar_error *err),
+		      void *ctx, struct scar_error *err);
+
+/* Write all of buf to fd, retrying on EINTR and short writes. */
+int scar_write_all(int fd, const void *buf, size_t len, const char *name,
+		   struct scar_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,750 @@
+/*
+ * arrayfile_npy.c - opening array files (both formats), reading their data,
+ * the .npy reader and writer, and the atomic-write helper (see
+ * scar/arrayfile.h). The safetensors header parser and writer live in
+ * arrayfile_safetensors.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scar/arrayfile.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "scar array files assume a little-endian host"
+#endif
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_HEADER_MAX (1u << 20)
+#define ST_HEADER_MAX (100u << 20)
+
+struct scar_arrayfile {
+	enum scar_array_format format;
+	int fd;			/* -1 once the file is in mem */
+	int own_fd;
+	char *name;
+	unsigned char *mem;	/* whole file, for pipes */
+	uint64_t size;
+	size_t n;
+	struct scar_array_info *t;
+	json_t *meta;
+};
+
+int scar_write_all(int fd, const void *buf, size_t len, const char *name,
+		   struct scar_error *err)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return scar_error_set_errno(err, errno, name, "cannot write '%s'",
+						    name ? name : "-");
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int fsync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, rc = 0;
+
+	if (!copy)
+		return -1;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+	free(copy);
+	if (fd < 0)
+		return -1;
+	if (fsync(fd) < 0 && errno != EINVAL)
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
+int scar_write_atomic(const char *path,
+		      int (*fn)(int fd, const char *name, void *ctx, struct scar_error *err),
+		      void *ctx, struct scar_error *err)
+{
+	char *tmp;
+	size_t len;
+	int fd, rc;
+	mode_t mask;
+
+	if (!path || strcmp(path, "-") == 0)
+		return fn(STDOUT_FILENO, "-", ctx, err);
+	len = strlen(path);
+	tmp = malloc(len + 16);
+	if (!tmp)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	memcpy(tmp, path, len);
+	memcpy(tmp + len, ".tmp.XXXXXX", 12);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot create a temporary file for '%s'",
+					  path);
+		free(tmp);
+		return rc;
+	}
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", tmp);
+		goto fail;
+	}
+	rc = fn(fd, path, ctx, err);
+	if (rc < 0)
+		goto fail;
+	if (fsync(fd) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot sync '%s'", path);
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot rename onto '%s'", path);
+		goto fail;
+	}
+	free(tmp);
+	if (fsync_dir(path) < 0)
+		return scar_error_set_errno(err, errno, path, "cannot sync the directory of '%s'",
+					    path);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* ---- reading ---- */
+
+static int rd(struct scar_arrayfile *f, uint64_t off, void *buf, size_t len,
+	      struct scar_error *err)
+{
+	char *p = buf;
+
+	if (off > f->size || len > f->size - off)
+		return scar_error_set_at(err, SCAR_ETRUNC, f->name, (int64_t)f->size, -1,
+					 "'%s' ends early (%llu bytes, needed %llu)", f->name,
+					 (unsigned long long)f->size,
+					 (unsigned long long)(off + len));
+	if (f->mem) {
+		memcpy(buf, f->mem + off, len);
+		return 0;
+	}
+	while (len) {
+		ssize_t r = pread(f->fd, p, len, (off_t)off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return scar_error_set_errno(err, errno, f->name, "cannot read '%s'", f->name);
+		}
+		if (r == 0)
+			return scar_error_set_at(err, SCAR_ETRUNC, f->name, (int64_t)off, -1,
+						 "'%s' ends early", f->name);
+		p += r;
+		off += (uint64_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int scar_array_sniff(const void *head, size_t n)
+{
+	const unsigned char *p = head;
+
+	if (n >= 6 && memcmp(p, NPY_MAGIC, 6) == 0)
+		return SCAR_ARRAY_NPY;
+	if (n >= 9) {
+		uint64_t len = le64(p);
+
+		if (len >= 2 && len <= ST_HEADER_MAX && p[8] == '{')
+			return SCAR_ARRAY_SAFETENSORS;
+	}
+	return 0;
+}
+
+/* A tiny reader of the Python dict literal in a .npy header. */
+struct pylit {
+	const char *p, *end;
+};
+
+static void py_ws(struct pylit *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n'))
+		s->p++;
+}
+
+static int py_char(struct pylit *s, char c)
+{
+	py_ws(s);
+	if (s->p < s->end && *s->p == c) {
+		s->p++;
+		return 1;
+	}
+	return 0;
+}
+
+static int py_str(struct pylit *s, char *out, size_t cap)
+{
+	char q;
+	size_t n = 0;
+
+	py_ws(s);
+	if (s->p >= s->end || (*s->p != '\'' && *s->p != '"'))
+		return -1;
+	q = *s->p++;
+	while (s->p < s->end && *s->p != q) {
+		if (n + 1 >= cap)
+			return -1;
+		out[n++] = *s->p++;
+	}
+	if (s->p >= s->end)
+		return -1;
+	s->p++;
+	out[n] = 0;
+	return 0;
+}
+
+static int py_word(struct pylit *s, const char *w)
+{
+	size_t n = strlen(w);
+
+	py_ws(s);
+	if ((size_t)(s->end - s->p) >= n && memcmp(s->p, w, n) == 0) {
+		s->p += n;
+		return 1;
+	}
+	return 0;
+}
+
+static int npy_dtype(const char *descr, enum scar_dtype *dt, int *swap)
+{
+	static const struct {
+		const char *code;
+		enum scar_dtype dt;
+	} map[] = {
+		{ "f4", SCAR_F32 }, { "f8", SCAR_F64 }, { "i4", SCAR_I32 }, { "u4", SCAR_U32 },
+		{ "i8", SCAR_I64 }, { "u8", SCAR_U64 }, { "u1", SCAR_U8 },
+	};
+	char order = descr[0];
+
+	if (order != '<' && order != '>' && order != '|' && order != '=')
+		return -1;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (strcmp(descr + 1, map[i].code) == 0) {
+			*dt = map[i].dt;
+			*swap = order == '>' && map[i].dt != SCAR_U8;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void npy_stem(const char *path, char *out)
+{
+	const char *base, *dot;
+	size_t n;
+
+	if (!path || strcmp(path, "-") == 0) {
+		strcpy(out, "array");
+		return;
+	}
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+	if (n == 0) {
+		strcpy(out, "array");
+		return;
+	}
+	if (n >= SCAR_NAME_MAX)
+		n = SCAR_NAME_MAX - 1;
+	memcpy(out, base, n);
+	out[n] = 0;
+}
+
+static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
+{
+	unsigned char pre[12];
+	uint64_t hlen, hstart;
+	char *h = NULL, key[32], descr[32];
+	struct scar_array_info *t;
+	struct pylit s;
+	int rc, have_descr = 0, have_shape = 0, fortran = 0;
+	uint64_t elems = 1;
+	size_t esz;
+
+	rc = rd(f, 0, pre, 10, err);
+	if (rc < 0)
+		return rc;
+	if (pre[6] == 1) {
+		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
+		hstart = 10;
+	} else if (pre[6] == 2 || pre[6] == 3) {
+		rc = rd(f, 0, pre, 12, err);
+		if (rc < 0)
+			return rc;
+		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
+		       (uint64_t)pre[11] << 24;
+		hstart = 12;
+	} else {
+		return scar_error_set_at(err, SCAR_EVERSION, f->name, 6, -1,
+					 "unsupported .npy version %u.%u", pre[6], pre[7]);
+	}
+	if (hlen > NPY_HEADER_MAX)
+		return scar_error_set_at(err, SCAR_EFORMAT, f->name, 8, -1,
+					 ".npy header too long (%llu bytes)", (unsigned long long)hlen);
+	t = calloc(1, sizeof(*t));
+	h = malloc(hlen + 1);
+	if (!t || !h) {
+		free(t);
+		free(h);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	f->t = t;
+	f->n = 1;
+	npy_stem(f->name, t->name);
+	rc = rd(f, hstart, h, hlen, err);
+	if (rc < 0)
+		goto out;
+	h[hlen] = 0;
+	s.p = h;
+	s.end = h + hlen;
+	rc = SCAR_EFORMAT;
+	if (!py_char(&s, '{'))
+		goto bad;
+	while (!py_char(&s, '}')) {
+		if (py_str(&s, key, sizeof(key)) < 0 || !py_char(&s, ':'))
+			goto bad;
+		if (strcmp(key, "descr") == 0) {
+			if (py_str(&s, descr, sizeof(descr)) < 0)
+				goto bad;
+			have_descr = 1;
+		} else if (strcmp(key, "fortran_order") == 0) {
+			if (py_word(&s, "True"))
+				fortran = 1;
+			else if (!py_word(&s, "False"))
+				goto bad;
+		} else if (strcmp(key, "shape") == 0) {
+			if (!py_char(&s, '('))
+				goto bad;
+			while (!py_char(&s, ')')) {
+				uint64_t v = 0;
+				int digits = 0;
+
+				py_ws(&s);
+				while (s.p < s.end && *s.p >= '0' && *s.p <= '9') {
+					if (v > (UINT64_MAX - 9) / 10)
+						goto bad;
+					v = v * 10 + (uint64_t)(*s.p++ - '0');
+					digits++;
+				}
+				if (s.p < s.end && *s.p == 'L')
+					s.p++;
+				if (!digits || t->ndim >= SCAR_MAX_DIMS)
+					goto bad;
+				t->shape[t->ndim++] = v;
+				if (v && elems > UINT64_MAX / v)
+					goto bad;
+				elems *= v;
+				if (!py_char(&s, ',')) {
+					if (!py_char(&s, ')'))
+						goto bad;
+					break;
+				}
+			}
+			have_shape = 1;
+		} else {
+			goto bad;
+		}
+		if (!py_char(&s, ',')) {
+			if (!py_char(&s, '}'))
+				goto bad;
+			break;
+		}
+	}
+	if (!have_descr || !have_shape)
+		goto bad;
+	if (npy_dtype(descr, &t->dtype, &t->swap) < 0) {
+		rc = scar_error_set_at(err, SCAR_EUNSUPPORTED, f->name, (int64_t)hstart, -1,
+				       "tensor '%s': unsupported .npy dtype '%s'", t->name, descr);
+		goto out;
+	}
+	if (fortran && t->ndim > 1) {
+		rc = scar_error_set_at(err, SCAR_EUNSUPPORTED, f->name, (int64_t)hstart, -1,
+				       "tensor '%s': Fortran-order arrays are not supported", t->name);
+		goto out;
+	}
+	esz = scar_dtype_size(t->dtype);
+	if (elems > UINT64_MAX / esz)
+		goto bad;
+	t->role = SCAR_ROLE_PARAM;
+	t->offset = hstart + hlen;
+	t->nbytes = elems * esz;
+	if (t->offset > f->size || t->nbytes > f->size - t->offset) {
+		rc = scar_error_set_at(err, SCAR_ETRUNC, f->name, (int64_t)f->size, -1,
+				       "'%s' ends early: tensor '%s' needs %llu data bytes", f->name,
+				       t->name, (unsigned long long)t->nbytes);
+		goto out;
+	}
+	rc = 0;
+	goto out;
+bad:
+	rc = scar_error_set_at(err, SCAR_EFORMAT, f->name, (int64_t)hstart, -1,
+			       "malformed .npy header");
+out:
+	free(h);
+	return rc;
+}
+
+static int slurp(struct scar_arrayfile *f, const void *head, size_t n, struct scar_error *err)
+{
+	size_t cap = n > 65536 ? n * 2 : 65536, len = n;
+	unsigned char *buf = malloc(cap);
+
+	if (!buf)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	memcpy(buf, head, n);
+	for (;;) {
+		ssize_t r;
+
+		if (len == cap) {
+			unsigned char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+
+			if (!nb) {
+				free(buf);
+				return scar_error_set(err, SCAR_ENOMEM, "out of memory reading '%s'",
+						      f->name);
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(f->fd, buf + len, cap - len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return scar_error_set_errno(err, errno, f->name, "cannot read '%s'", f->name);
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	f->mem = buf;
+	f->size = len;
+	return 0;
+}
+
+int scar_arrayfile_open_fd(struct scar_arrayfile **out, int fd, const char *name,
+			   const void *head, size_t n, struct scar_error *err)
+{
+	struct scar_arrayfile *f;
+	struct stat st;
+	unsigned char sniff[16];
+	int rc;
+
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->name = strdup(name ? name : "-"))) {
+		free(f);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	f->fd = fd;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		f->size = (uint64_t)st.st_size;
+	} else {
+		rc = slurp(f, head, n, err);
+		if (rc < 0)
+			goto fail;
+	}
+	memset(sniff, 0, sizeof(sniff));
+	rc = rd(f, 0, sniff, f->size < sizeof(sniff) ? (size_t)f->size : sizeof(sniff), err);
+	if (rc < 0)
+		goto fail;
+	switch (scar_array_sniff(sniff, f->size < sizeof(sniff) ? (size_t)f->size : sizeof(sniff))) {
+	case SCAR_ARRAY_NPY:
+		f->format = SCAR_ARRAY_NPY;
+		rc = npy_parse(f, err);
+		break;
+	case SCAR_ARRAY_SAFETENSORS: {
+		uint64_t hlen = le64(sniff);
+		char *h = malloc(hlen);
+
+		f->format = SCAR_ARRAY_SAFETENSORS;
+		if (!h) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			break;
+		}
+		rc = rd(f, 8, h, hlen, err);
+		if (rc == 0)
+			rc = scar_safetensors_parse(h, hlen, 8 + hlen, f->size, &f->t, &f->n,
+						    &f->meta, err);
+		free(h);
+		if (rc < 0 && err && !err->file[0])
+			snprintf(err->file, sizeof(err->file), "%s", f->name);
+		break;
+	}
+	default:
+		rc = scar_error_set_at(err, SCAR_EFORMAT, f->name, 0, -1,
+				       "'%s' is not a .npy or safetensors file", f->name);
+	}
+	if (rc < 0)
+		goto fail;
+	*out = f;
+	return 0;
+fail:
+	scar_arrayfile_close(f);
+	return rc;
+}
+
+int scar_arrayfile_open(struct scar_arrayfile **out, const char *path, struct scar_error *err)
+{
+	int fd, rc;
+
+	*out = NULL;
+	if (!path || strcmp(path, "-") == 0)
+		return scar_arrayfile_open_fd(out, STDIN_FILENO, "-", NULL, 0, err);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+	rc = scar_arrayfile_open_fd(out, fd, path, NULL, 0, err);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	(*out)->own_fd = 1;
+	return 0;
+}
+
+void scar_arrayfile_close(struct scar_arrayfile *f)
+{
+	if (!f)
+		return;
+	if (f->own_fd && f->fd >= 0)
+		close(f->fd);
+	free(f->name);
+	free(f->mem);
+	free(f->t);
+	json_decref(f->meta);
+	free(f);
+}
+
+enum scar_array_format scar_arrayfile_format(const struct scar_arrayfile *f)
+{
+	return f->format;
+}
+
+size_t scar_arrayfile_count(const struct scar_arrayfile *f)
+{
+	return f->n;
+}
+
+const struct scar_array_info *scar_arrayfile_tensor(const struct scar_arrayfile *f, size_t i)
+{
+	return i < f->n ? &f->t[i] : NULL;
+}
+
+long scar_arrayfile_find(const struct scar_arrayfile *f, const char *name)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->t[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+const json_t *scar_arrayfile_metadata(const struct scar_arrayfile *f)
+{
+	return f->meta;
+}
+
+static void swap_bytes(void *buf, size_t len, size_t esz)
+{
+	unsigned char *p = buf;
+
+	for (size_t i = 0; i + esz <= len; i += esz)
+		for (size_t a = 0, b = esz - 1; a < b; a++, b--) {
+			unsigned char c = p[i + a];
+
+			p[i + a] = p[i + b];
+			p[i + b] = c;
+		}
+}
+
+int scar_arrayfile_read(struct scar_arrayfile *f, size_t i, uint64_t off, void *buf,
+			size_t len, struct scar_error *err)
+{
+	const struct scar_array_info *t = scar_arrayfile_tensor(f, i);
+	int rc;
+
+	if (!t || off > t->nbytes || len > t->nbytes - off)
+		return scar_error_set(err, SCAR_ERANGE, "read outside tensor %zu of '%s'", i, f->name);
+	rc = rd(f, t->offset + off, buf, len, err);
+	if (rc == 0 && t->swap)
+		swap_bytes(buf, len, scar_dtype_size(t->dtype));
+	return rc;
+}
+
+int scar_arrayfile_load_tensor(struct scar_arrayfile *f, size_t i, struct scar_tensor **out,
+			       struct scar_error *err)
+{
+	const struct scar_array_info *info = scar_arrayfile_tensor(f, i);
+	struct scar_tensor *t;
+	int rc;
+
+	*out = NULL;
+	if (!info)
+		return scar_error_set(err, SCAR_ENOTFOUND, "no tensor %zu in '%s'", i, f->name);
+	rc = scar_tensor_new(&t, info->name, info->dtype, info->role, info->ndim, info->shape, err);
+	if (rc < 0)
+		return rc;
+	rc = scar_arrayfile_read(f, i, 0, t->data, (size_t)info->nbytes, err);
+	if (rc < 0) {
+		scar_tensor_free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+int scar_array_load(const char *path, struct scar_state **out, struct scar_error *err)
+{
+	struct scar_arrayfile *f;
+	struct scar_state *st = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = scar_arrayfile_open(&f, path, err);
+	if (rc < 0)
+		return rc;
+	rc = scar_state_new(&st, "", err);
+	for (size_t i = 0; rc == 0 && i < f->n; i++) {
+		struct scar_tensor *t;
+
+		rc = scar_arrayfile_load_tensor(f, i, &t, err);
+		if (rc == 0)
+			rc = scar_state_add(st, t, err);
+	}
+	if (rc == 0 && f->meta)
+		rc = json_object_set(st->extra, "safetensors", f->meta) == 0 ? 0 :
+			scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	scar_arrayfile_close(f);
+	if (rc < 0) {
+		scar_state_free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+/* ---- writing ---- */
+
+static const char *npy_descr(enum scar_dtype t)
+{
+	switch (t) {
+	case SCAR_F32: return "<f4";
+	case SCAR_F64: return "<f8";
+	case SCAR_I32: return "<i4";
+	case SCAR_U32: return "<u4";
+	case SCAR_I64: return "<i8";
+	case SCAR_U64: return "<u8";
+	case SCAR_U8: return "|u1";
+	}
+	return NULL;
+}
+
+struct npy_job {
+	const struct scar_tensor *t;
+	int version;
+};
+
+int scar_npy_write_fd(int fd, const char *name, const struct scar_tensor *t, int version,
+		      struct scar_error *err)
+{
+	char dict[600], *hdr;
+	size_t dlen, pre, total, pad;
+	int n, rc;
+	const char *descr = npy_descr(t->dtype);
+
+	if (!descr || t->ndim < 0 || t->ndim > SCAR_MAX_DIMS)
+		return scar_error_set(err, SCAR_EINVAL, "tensor '%s': cannot write as .npy", t->name);
+	if (version < 0 || version > 2)
+		return scar_error_set(err, SCAR_EINVAL, "bad .npy version %d", version);
+	n = snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+	for (int i = 0; i < t->ndim; i++)
+		n += snprintf(dict + n, sizeof(dict) - (size_t)n, "%llu%s",
+			      (unsigned long long)t->shape[i], t->ndim == 1 ? "," : i + 1 < t->ndim ? ", " : "");
+	n += snprintf(dict + n, sizeof(dict) - (size_t)n, "), }");
+	dlen = (size_t)n;
+	if (version == 0)
+		version = 10 + dlen + 1 <= 65535 ? 1 : 2;
+	pre = version == 1 ? 10 : 12;
+	total = (pre + dlen + 1 + 63) / 64 * 64;
+	pad = total - pre - dlen - 1;
+	hdr = malloc(total);
+	if (!hdr)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	memcpy(hdr, NPY_MAGIC, 6);
+	hdr[6] = (char)version;
+	hdr[7] = 0;
+	if (version == 1) {
+		size_t hl = total - pre;
+
+		hdr[8] = (char)(hl & 0xff);
+		hdr[9] = (char)(hl >> 8);
+	} else {
+		uint32_t hl = (uint32_t)(total - pre);
+
+		for (int i = 0; i < 4; i++)
+			hdr[8 + i] = (char)(hl >> (8 * i));
+	}
+	memcpy(hdr + pre, dict, dlen);
+	memset(hdr + pre + dlen, ' ', pad);
+	hdr[total - 1] = '\n';
+	rc = scar_write_all(fd, hdr, total, name, err);
+	free(hdr);
+	if (rc == 0)
+		rc = scar_write_all(fd, t->data, scar_tensor_bytes(t), name, err);
+	return rc;
+}
+
+static int npy_job_run(int fd, const char *name, void *ctx, struct scar_error *err)
+{
+	struct npy_job *j = ctx;
+
+	return scar_npy_write_fd(fd, name, j->t, j->version, err);
+}
+
+int scar_npy_write(const char *path, const struct scar_tensor *t, int version,
+		   struct scar_error *err)
+{
+	struct npy_job j = { t, version };
+
+	return scar_write_atomic(path, npy_job_run, &j, err);
+}
