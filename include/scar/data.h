@@ -32,18 +32,29 @@ struct scar_dense {
 void scar_dense_free(struct scar_dense *ds);
 
 /*
- * IDX files (MNIST, Fashion-MNIST), gzip-compressed or plain (detected by
- * magic). Images (idx3, u8) are scaled to [0, 1]; labels (idx1, u8). The
- * counts must agree.
+ * IDX files (MNIST, Fashion-MNIST), gzip-compressed or plain (zlib detects
+ * which). Images (u8, 2 to 4 dimensions: n, then the feature shape,
+ * flattened into d) are scaled to [0, 1] as v / 255; labels (idx1, u8) give
+ * classes = largest label + 1. labels may be NULL (then label is NULL and
+ * classes 0). Errors carry err->offset (in the uncompressed data for gzip):
+ * SCAR_EFORMAT for a bad magic or dimension count, SCAR_EUNSUPPORTED for a
+ * non-u8 element type, SCAR_ECORRUPT for a zero dimension, trailing data or
+ * a header that declares more than the file can hold (checked before any
+ * allocation; for gzip against the deflate limit of about 1032:1),
+ * SCAR_ETRUNC when the data ends early, SCAR_EMISMATCH when the label
+ * count differs from the image count.
  */
 int scar_idx_load(const char *images, const char *labels, struct scar_dense **out,
 		  struct scar_error *err);
 
 /*
  * LIBSVM / svmlight text: "label idx:val idx:val ...", 1-based increasing
- * indices, '#' comments. d = the largest index seen, or `dim` when nonzero
- * (then a larger index is an error). classification = 1 maps the distinct
- * labels, sorted, to 0..classes-1; otherwise labels are real targets.
+ * indices, '#' comments, blank lines ignored, svmlight "qid:N" skipped.
+ * d = the largest index seen (1 when there is none), or `dim` when nonzero
+ * (then a larger index is SCAR_ERANGE). classification = 1 maps the
+ * distinct labels, sorted, to 0..classes-1 (so -1/+1 become 0/1);
+ * otherwise labels are real targets. A malformed line is SCAR_EFORMAT with
+ * err->file and err->line; a file without examples is SCAR_EFORMAT.
  */
 int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 		     struct scar_dense **out, struct scar_error *err);
@@ -58,17 +69,23 @@ struct scar_ratings {
 void scar_ratings_free(struct scar_ratings *r);
 
 /*
- * MovieLens ratings, format detected: ml-100k u.data (tab-separated
- * "user item rating timestamp"), ml-1m ratings.dat ("u::i::r::t"),
- * ml-latest CSV (header "userId,movieId,rating,timestamp"). Raw ids are
- * remapped to dense 0-based ids in increasing raw-id order, so the mapping
- * does not depend on the order of lines in the file.
+ * MovieLens ratings, format detected from the first line: ml-100k u.data
+ * (tab-separated "user item rating timestamp"), ml-1m ratings.dat
+ * ("u::i::r::t"), ml-latest CSV (header "userId,movieId,rating,timestamp",
+ * optional). The timestamp may be missing; it is checked and dropped. Raw
+ * ids are remapped to dense 0-based ids in increasing raw-id order, so the
+ * mapping does not depend on the order of lines in the file; users and
+ * items count the distinct ids seen. A malformed line is SCAR_EFORMAT with
+ * err->file and err->line; an empty file is SCAR_EFORMAT.
  */
 int scar_movielens_load(const char *path, struct scar_ratings **out, struct scar_error *err);
 
 /*
  * Split ratings into train and test by seed: each rating goes to test with
- * probability test_frac (a seeded per-rating draw). Ids keep their meaning.
+ * probability test_frac in [0, 1] (one uniform draw per rating, in order,
+ * from scar_rng seeded with seed), keeping the order within each part. Ids
+ * keep their meaning: both parts have all's users and items counts. On
+ * success *train and *test are new objects for scar_ratings_free.
  */
 int scar_ratings_split(const struct scar_ratings *all, double test_frac, uint64_t seed,
 		       struct scar_ratings **train, struct scar_ratings **test,
@@ -87,7 +104,14 @@ void scar_corpus_free(struct scar_corpus *c);
  * UCI bag-of-words: docword.*.txt (D, W, NNZ header lines, then
  * "docID wordID count", 1-based) and optionally vocab.*.txt (one word a
  * line; NULL to skip). Tokens of a document are expanded in file order.
+ * Blank lines are ignored. Errors (err->file and err->line set): a header
+ * count larger than the file can hold (SCAR_ECORRUPT, checked before
+ * anything is allocated), a malformed line (SCAR_EFORMAT), an id outside
+ * 1..D or 1..W or a count above SCAR_UCI_MAX_COUNT (SCAR_ERANGE), fewer
+ * entries than NNZ (SCAR_ETRUNC), more (SCAR_EMISMATCH), a vocab file whose
+ * line count is not W (SCAR_EMISMATCH). Documents without entries are empty.
  */
+#define SCAR_UCI_MAX_COUNT 1000000
 int scar_uci_bow_load(const char *docword, const char *vocab, struct scar_corpus **out,
 		      struct scar_error *err);
 
