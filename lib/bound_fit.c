@@ -1,0 +1,452 @@
+/* bound_fit.c - c and D from step norms and event streams, observed costs (see scar/bound.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scar/bound.h"
+
+void scar_bound_fit_opts_init(struct scar_bound_fit_opts *o)
+{
+	o->skip = -1;
+	o->floor = SCAR_BOUND_FIT_FLOOR;
+}
+
+const char *scar_bound_stop_name(enum scar_bound_stop s)
+{
+	switch (s) {
+	case SCAR_BOUND_STOP_END:	return "end";
+	case SCAR_BOUND_STOP_FLOOR:	return "noise-floor";
+	case SCAR_BOUND_STOP_ZERO:	return "zero-step";
+	case SCAR_BOUND_STOP_NONFINITE:	return "non-finite";
+	case SCAR_BOUND_STOP_FAILURE:	return "failure";
+	}
+	return "unknown";
+}
+
+int scar_bound_fit(const double *k, const double *s, size_t n,
+		   const struct scar_bound_fit_opts *o, struct scar_bound_fit *out,
+		   struct scar_error *err)
+{
+	struct scar_bound_fit_opts def;
+	size_t m = 0, skip, first;
+	double smax = 0, kbar = 0, ybar = 0, sxx = 0, sxy = 0, syy = 0, rss = 0;
+
+	if (!o) {
+		scar_bound_fit_opts_init(&def);
+		o = &def;
+	}
+	memset(out, 0, sizeof(*out));
+	out->s0 = out->d_upper = out->d_upper_hi = NAN;
+	out->c = out->c_lo = out->c_hi = NAN;
+	if (!(o->floor >= 0 && o->floor < 1))
+		return scar_error_set(err, SCAR_ERANGE, "noise floor %.17g is not in [0, 1)", o->floor);
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(k[i]) || (i > 0 && !(k[i] > k[i - 1])))
+			return scar_error_set(err, SCAR_EINVAL,
+					      "iterations are not strictly increasing at point %zu", i + 1);
+		if (k[i] == 1 && isnan(out->s0) && s[i] > 0 && isfinite(s[i]))
+			out->s0 = s[i];
+	}
+	out->stop = SCAR_BOUND_STOP_END;
+	for (m = 0; m < n; m++) {
+		if (!isfinite(s[m])) {
+			out->stop = SCAR_BOUND_STOP_NONFINITE;
+			break;
+		}
+		if (s[m] <= 0) {
+			out->stop = SCAR_BOUND_STOP_ZERO;
+			break;
+		}
+		if (s[m] > smax)
+			smax = s[m];
+		if (s[m] <= o->floor * smax) {
+			out->stop = SCAR_BOUND_STOP_FLOOR;
+			break;
+		}
+	}
+	if (o->skip < 0)
+		skip = m >= 4 ? (m / 4 > 1 ? m / 4 : 1) : 0;
+	else
+		skip = (size_t)o->skip < m ? (size_t)o->skip : m;
+	first = skip;
+	out->skipped = skip;
+	out->n = m - first;
+	if (out->n > 0) {
+		out->k_first = k[first];
+		out->k_last = k[m - 1];
+	}
+	if (out->n < SCAR_BOUND_FIT_MIN)
+		return scar_error_set(err, SCAR_ERANGE,
+				      "too few step norms to fit c: %zu in the window, need %d",
+				      out->n, SCAR_BOUND_FIT_MIN);
+	/* centred sums: k can be large and log s nearly constant */
+	for (size_t i = first; i < m; i++) {
+		kbar += k[i];
+		ybar += log(s[i]);
+	}
+	kbar /= (double)out->n;
+	ybar /= (double)out->n;
+	for (size_t i = first; i < m; i++) {
+		double dk = k[i] - kbar, dy = log(s[i]) - ybar;
+
+		sxx += dk * dk;
+		sxy += dk * dy;
+		syy += dy * dy;
+	}
+	out->slope = sxy / sxx;
+	out->intercept = ybar - out->slope * kbar;
+	for (size_t i = first; i < m; i++) {
+		double r = log(s[i]) - out->intercept - out->slope * k[i];
+
+		rss += r * r;
+	}
+	out->r2 = syy > 0 ? 1 - rss / syy : 1;
+	if (out->r2 < 0)
+		out->r2 = 0;
+	out->se_slope = sqrt(rss / (double)(out->n - 2) / sxx);
+	out->tq = scar_bound_t_quantile(0.975, (unsigned)(out->n - 2 < 4000000000u ? out->n - 2 : 4000000000u));
+	out->c = exp(out->slope);
+	out->c_lo = exp(out->slope - out->tq * out->se_slope);
+	out->c_hi = exp(out->slope + out->tq * out->se_slope);
+	if (!isnan(out->s0) && out->c < 1)
+		out->d_upper = out->s0 / (1 - out->c);
+	if (!isnan(out->s0) && out->c_hi < 1)
+		out->d_upper_hi = out->s0 / (1 - out->c_hi);
+	return 0;
+}
+
+/* ---- event streams ---- */
+
+static const char *rec_type(const json_t *r)
+{
+	const char *t = json_string_value(json_object_get(r, "type"));
+
+	return t ? t : "";
+}
+
+static double num_or_nan(const json_t *r, const char *key)
+{
+	const json_t *v = json_object_get(r, key);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+struct dvec {
+	double *v;
+	size_t n, cap;
+};
+
+static int dvec_push(struct dvec *d, double x)
+{
+	if (d->n == d->cap) {
+		size_t ncap = d->cap ? 2 * d->cap : 256;
+		double *nv = realloc(d->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		d->v = nv;
+		d->cap = ncap;
+	}
+	d->v[d->n++] = x;
+	return 0;
+}
+
+/* iteration records of ev up to (not including) the first failure/recovery when stop_at_failure */
+struct curve {
+	struct dvec iter, obj, step_k, step, dist_k, dist;
+	int stopped_at_failure;
+	size_t failures, recoveries;
+};
+
+static void curve_free(struct curve *c)
+{
+	free(c->iter.v);
+	free(c->obj.v);
+	free(c->step_k.v);
+	free(c->step.v);
+	free(c->dist_k.v);
+	free(c->dist.v);
+}
+
+static int read_curve(const struct scar_events *ev, const char *name, int stop_at_failure,
+		      struct curve *cv, struct scar_error *err)
+{
+	double last = -INFINITY;
+
+	memset(cv, 0, sizeof(*cv));
+	for (size_t i = 1; i < ev->n; i++) {
+		const json_t *r = ev->records[i];
+		const char *t = rec_type(r);
+		double it, v;
+
+		if (strcmp(t, "failure") == 0 || strcmp(t, "recovery") == 0) {
+			if (strcmp(t, "failure") == 0)
+				cv->failures++;
+			else
+				cv->recoveries++;
+			if (stop_at_failure) {
+				cv->stopped_at_failure = 1;
+				break;
+			}
+			continue;
+		}
+		if (strcmp(t, "iteration") != 0)
+			continue;
+		it = num_or_nan(r, "iter");
+		if (!(it >= 0) || !isfinite(it))
+			return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)i + 1,
+						 "iteration record has no numeric \"iter\"");
+		if (it < last)
+			return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)i + 1,
+						 "clock goes back from %.17g to %.17g", last, it);
+		if (it == last)
+			continue;	/* a repeated clock: the first record stands */
+		last = it;
+		v = num_or_nan(r, "objective");
+		if (dvec_push(&cv->iter, it) || dvec_push(&cv->obj, v))
+			goto nomem;
+		v = num_or_nan(r, "step_norm");
+		if (it > 0 && !isnan(v) && (dvec_push(&cv->step_k, it) || dvec_push(&cv->step, v)))
+			goto nomem;
+		v = num_or_nan(r, "dist_opt");
+		if (!isnan(v) && (dvec_push(&cv->dist_k, it) || dvec_push(&cv->dist, v)))
+			goto nomem;
+	}
+	return 0;
+nomem:
+	return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+}
+
+static int fit_from_curve(const struct scar_events *ev, const char *name, const struct curve *cv,
+			  const struct scar_bound_fit_opts *o, struct scar_bound_stream *out,
+			  struct scar_error *err)
+{
+	const json_t *hdr = ev->records[0];
+	struct scar_error ferr;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->header_contraction = num_or_nan(hdr, "contraction");
+	out->higher_better = json_is_true(json_object_get(hdr, "objective_higher_better"));
+	out->dist_opt0 = cv->dist_k.n && cv->dist_k.v[0] == 0 ? cv->dist.v[0] : NAN;
+	out->iterations = cv->iter.n;
+	scar_error_clear(&ferr);
+	rc = scar_bound_fit(cv->step_k.v, cv->step.v, cv->step.n, o, &out->fit, &ferr);
+	if (rc && rc != SCAR_ERANGE)
+		return scar_error_set_at(err, rc, name, -1, -1, "%s", ferr.msg);
+	out->fit_ok = rc == 0;
+	if (cv->stopped_at_failure && out->fit.stop == SCAR_BOUND_STOP_END)
+		out->fit.stop = SCAR_BOUND_STOP_FAILURE;
+	if (!isnan(out->header_contraction)) {
+		out->c = out->header_contraction;
+		out->c_source = "header";
+	} else if (out->fit_ok) {
+		out->c = out->fit.c;
+		out->c_source = "fit";
+	} else {
+		return scar_error_set_at(err, SCAR_ERANGE, name, -1, -1, "cannot fit c: %s", ferr.msg);
+	}
+	if (!(out->c > 0 && out->c < 1))
+		return scar_error_set_at(err, SCAR_ERANGE, name, -1, -1,
+					 "%s contraction c = %.17g is not in (0, 1): the run does not contract",
+					 out->c_source, out->c);
+	if (out->dist_opt0 > 0) {
+		out->D = out->dist_opt0;
+		out->d_source = "dist_opt";
+	} else if (out->fit.s0 > 0) {
+		out->D = out->fit.s0 / (1 - out->c);
+		out->d_source = "step-bound";
+	} else {
+		return scar_error_set_at(err, SCAR_ERANGE, name, -1, -1,
+					 "cannot bound D: no dist_opt at iteration 0 and no step_norm at iteration 1");
+	}
+	return 0;
+}
+
+int scar_bound_fit_events(const struct scar_events *ev, const char *name,
+			  const struct scar_bound_fit_opts *o, struct scar_bound_stream *out,
+			  struct scar_error *err)
+{
+	struct curve cv;
+	int rc = read_curve(ev, name, 1, &cv, err);
+
+	if (rc == 0)
+		rc = fit_from_curve(ev, name, &cv, o, out, err);
+	curve_free(&cv);
+	return rc;
+}
+
+double scar_bound_reach(const double *iter, const double *obj, size_t n, double target,
+			int higher_better, size_t window)
+{
+	if (window < 1)
+		window = 1;
+	for (size_t i = 0; i < n; i++) {
+		/* summed afresh each time: a running sum's rounding could decide "reached" */
+		size_t from = i + 1 >= window ? i + 1 - window : 0;
+		double sum = 0, m;
+
+		for (size_t j = from; j <= i; j++)
+			sum += obj[j];
+		m = sum / (double)(i + 1 - from);
+		if (higher_better ? m >= target : m <= target)
+			return iter[i];
+	}
+	return -1;
+}
+
+static double final_smoothed(const double *obj, size_t n, size_t window)
+{
+	double sum = 0;
+	size_t w = window < n ? window : n;
+
+	for (size_t i = n - w; i < n; i++)
+		sum += obj[i];
+	return sum / (double)w;
+}
+
+int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size_t nref,
+			     const double *pert_iter, const double *pert_obj, size_t npert,
+			     double target, int higher_better, size_t window,
+			     struct scar_bound_cost *out, struct scar_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (window < 1)
+		window = 1;
+	if (nref == 0 || npert == 0)
+		return scar_error_set(err, SCAR_ERANGE, "%s curve has no objective values",
+				      nref == 0 ? "the reference" : "the perturbed");
+	if (isnan(target))
+		target = final_smoothed(ref_obj, nref, window);
+	if (!isfinite(target))
+		return scar_error_set(err, SCAR_ERANGE, "target objective %.17g is not finite", target);
+	out->target = target;
+	out->reference_iter = scar_bound_reach(ref_iter, ref_obj, nref, target, higher_better, window);
+	if (out->reference_iter < 0)
+		return scar_error_set(err, SCAR_ERANGE,
+				      "the reference never reaches the target objective %.17g", target);
+	out->perturbed_iter = scar_bound_reach(pert_iter, pert_obj, npert, target, higher_better, window);
+	if (out->perturbed_iter < 0) {
+		out->censored = 1;
+		/* it had not reached the target by its last clock, so the cost is at least this */
+		out->perturbed_iter = pert_iter[npert - 1] + 1;
+	}
+	out->cost = out->perturbed_iter - out->reference_iter;
+	return 0;
+}
+
+void scar_bound_check_opts_init(struct scar_bound_check_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	scar_bound_fit_opts_init(&o->fit);
+	o->target = NAN;
+	o->window = 1;
+}
+
+void scar_bound_check_release(struct scar_bound_check *out)
+{
+	if (!out)
+		return;
+	free(out->pert);
+	out->pert = NULL;
+	out->npert = 0;
+}
+
+int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
+			    const struct scar_events *pert, const char *pert_name,
+			    const struct scar_bound_check_opts *o, struct scar_bound_check *out,
+			    struct scar_error *err)
+{
+	struct curve rc_curve, pc_curve;
+	size_t np = 0, failures = 0, recoveries = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->reach_eps = NAN;
+	out->theorem = -1;
+	rc = read_curve(ref, ref_name, 0, &rc_curve, err);
+	if (rc) {
+		curve_free(&rc_curve);
+		return rc;
+	}
+	rc = read_curve(pert, pert_name, 0, &pc_curve, err);
+	if (rc)
+		goto out;
+	{
+		/* c and D come from the reference up to its first failure (it should have none) */
+		struct curve head;
+
+		rc = read_curve(ref, ref_name, 1, &head, err);
+		if (rc == 0)
+			rc = fit_from_curve(ref, ref_name, &head, &o->fit, &out->ref, err);
+		curve_free(&head);
+		if (rc)
+			goto out;
+	}
+	for (size_t i = 1; i < pert->n; i++) {
+		const char *t = rec_type(pert->records[i]);
+
+		if (strcmp(t, "failure") == 0)
+			failures++;
+		else if (strcmp(t, "recovery") == 0)
+			recoveries++;
+	}
+	if (failures > recoveries) {
+		rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, -1,
+				       "%zu failures but only %zu recovery records", failures, recoveries);
+		goto out;
+	}
+	out->pert = calloc(recoveries + o->nextra + 1, sizeof(*out->pert));
+	if (!out->pert) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 1; i < pert->n; i++) {
+		const json_t *r = pert->records[i];
+		double it, d;
+
+		if (strcmp(rec_type(r), "recovery") != 0)
+			continue;
+		it = num_or_nan(r, "iter");
+		d = num_or_nan(r, "delta_norm");
+		if (!(it >= 0) || !(d >= 0) || !isfinite(it) || !isfinite(d)) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
+					       "recovery record needs numeric \"iter\" and \"delta_norm\"");
+			goto out;
+		}
+		out->pert[np].norm = d;
+		out->pert[np].iter = it;
+		np++;
+	}
+	for (size_t i = 0; i < o->nextra; i++)
+		out->pert[np++] = o->extra[i];
+	out->npert = np;
+	rc = scar_bound_evaluate(out->ref.c, out->ref.D, out->pert, np, o->eps, &out->bound, err);
+	if (rc)
+		goto out;
+	rc = scar_bound_observed_cost(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
+				      pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n,
+				      o->target, out->ref.higher_better, o->window, &out->cost, err);
+	if (rc)
+		goto out;
+	out->exceeded = out->cost.cost > out->bound.iota;
+	out->undecided = out->cost.censored && !out->exceeded;
+	if (o->eps > 0 && pc_curve.dist.n > 0) {
+		out->reach_eps = -1;
+		for (size_t i = 0; i < pc_curve.dist.n; i++)
+			if (pc_curve.dist.v[i] <= o->eps) {
+				out->reach_eps = pc_curve.dist_k.v[i];
+				break;
+			}
+		if (out->reach_eps >= 0)
+			out->theorem = out->reach_eps <= out->bound.k_max;
+		else if (pc_curve.dist_k.v[pc_curve.dist.n - 1] >= out->bound.k_max)
+			out->theorem = 0;
+	}
+out:
+	curve_free(&rc_curve);
+	curve_free(&pc_curve);
+	if (rc)
+		scar_bound_check_release(out);
+	return rc;
+}
