@@ -277,7 +277,7 @@ int scar_bound_fit_events(const struct scar_events *ev, const char *name,
 }
 
 double scar_bound_reach(const double *iter, const double *obj, size_t n, double target,
-			int higher_better, size_t window)
+			int higher_better, size_t window, double after)
 {
 	if (window < 1)
 		window = 1;
@@ -289,7 +289,7 @@ double scar_bound_reach(const double *iter, const double *obj, size_t n, double 
 		for (size_t j = from; j <= i; j++)
 			sum += obj[j];
 		m = sum / (double)(i + 1 - from);
-		if (higher_better ? m >= target : m <= target)
+		if (iter[i] > after && (higher_better ? m >= target : m <= target))
 			return iter[i];
 	}
 	return -1;
@@ -307,7 +307,7 @@ static double final_smoothed(const double *obj, size_t n, size_t window)
 
 int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size_t nref,
 			     const double *pert_iter, const double *pert_obj, size_t npert,
-			     double target, int higher_better, size_t window,
+			     double target, int higher_better, size_t window, double after,
 			     struct scar_bound_cost *out, struct scar_error *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -321,11 +321,12 @@ int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size
 	if (!isfinite(target))
 		return scar_error_set(err, SCAR_ERANGE, "target objective %.17g is not finite", target);
 	out->target = target;
-	out->reference_iter = scar_bound_reach(ref_iter, ref_obj, nref, target, higher_better, window);
+	out->reference_iter = scar_bound_reach(ref_iter, ref_obj, nref, target, higher_better, window, -1);
 	if (out->reference_iter < 0)
 		return scar_error_set(err, SCAR_ERANGE,
 				      "the reference never reaches the target objective %.17g", target);
-	out->perturbed_iter = scar_bound_reach(pert_iter, pert_obj, npert, target, higher_better, window);
+	out->perturbed_iter = scar_bound_reach(pert_iter, pert_obj, npert, target, higher_better, window,
+					      after);
 	if (out->perturbed_iter < 0) {
 		out->censored = 1;
 		/* it had not reached the target by its last clock, so the cost is at least this */
@@ -352,6 +353,66 @@ void scar_bound_check_release(struct scar_bound_check *out)
 	out->npert = 0;
 }
 
+/* The theorem and the envelope against the perturbed run's dist_opt (see scar/bound.h). */
+static int envelope_check(struct scar_bound_check *out, const struct curve *pc, double eps,
+			  struct scar_error *err)
+{
+	const double *k = pc->dist_k.v, *d = pc->dist.v;
+	size_t n = pc->dist.n, np;
+	double logc = log(out->ref.c);
+	int rc;
+
+	/* perturbations in clock order, so those before clock k are a prefix */
+	struct scar_bound_pert *sorted = malloc((out->npert + 1) * sizeof(*sorted));
+
+	if (!sorted)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	memcpy(sorted, out->pert, out->npert * sizeof(*sorted));
+	for (size_t i = 1; i < out->npert; i++)
+		for (size_t j = i; j > 0 && sorted[j - 1].iter > sorted[j].iter; j--) {
+			struct scar_bound_pert t = sorted[j];
+
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = t;
+		}
+	out->envelope_max = -INFINITY;
+	np = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct scar_bound_eval e;
+		double ratio;
+
+		while (np < out->npert && sorted[np].iter < k[i])
+			np++;
+		rc = scar_bound_evaluate(out->ref.c, out->ref.D, sorted, np, 0, &e, err);
+		if (rc) {
+			free(sorted);
+			return rc;
+		}
+		ratio = d[i] / exp(k[i] * logc + e.log_envelope);
+		if (ratio > out->envelope_max) {
+			out->envelope_max = ratio;
+			out->envelope_iter = k[i];
+		}
+	}
+	free(sorted);
+	if (!(eps > 0))
+		return 0;
+	out->settle_eps = -1;
+	for (size_t i = n; i > 0 && d[i - 1] <= eps; i--)
+		out->settle_eps = k[i - 1];
+	out->theorem = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (k[i] < out->bound.k_max)
+			continue;
+		if (d[i] > eps) {
+			out->theorem = 0;
+			break;
+		}
+		out->theorem = 1;
+	}
+	return 0;
+}
+
 int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 			    const struct scar_events *pert, const char *pert_name,
 			    const struct scar_bound_check_opts *o, struct scar_bound_check *out,
@@ -359,10 +420,11 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 {
 	struct curve rc_curve, pc_curve;
 	size_t np = 0, failures = 0, recoveries = 0;
+	double last_pert = -1;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	out->reach_eps = NAN;
+	out->settle_eps = out->envelope_max = out->envelope_iter = NAN;
 	out->theorem = -1;
 	rc = read_curve(ref, ref_name, 0, &rc_curve, err);
 	if (rc) {
@@ -421,27 +483,24 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 	for (size_t i = 0; i < o->nextra; i++)
 		out->pert[np++] = o->extra[i];
 	out->npert = np;
+	for (size_t i = 0; i < np; i++)
+		if (out->pert[i].iter > last_pert)
+			last_pert = out->pert[i].iter;
 	rc = scar_bound_evaluate(out->ref.c, out->ref.D, out->pert, np, o->eps, &out->bound, err);
 	if (rc)
 		goto out;
 	rc = scar_bound_observed_cost(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
 				      pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n,
-				      o->target, out->ref.higher_better, o->window, &out->cost, err);
+				      o->target, out->ref.higher_better, o->window, last_pert,
+				      &out->cost, err);
 	if (rc)
 		goto out;
 	out->exceeded = out->cost.cost > out->bound.iota;
 	out->undecided = out->cost.censored && !out->exceeded;
-	if (o->eps > 0 && pc_curve.dist.n > 0) {
-		out->reach_eps = -1;
-		for (size_t i = 0; i < pc_curve.dist.n; i++)
-			if (pc_curve.dist.v[i] <= o->eps) {
-				out->reach_eps = pc_curve.dist_k.v[i];
-				break;
-			}
-		if (out->reach_eps >= 0)
-			out->theorem = out->reach_eps <= out->bound.k_max;
-		else if (pc_curve.dist_k.v[pc_curve.dist.n - 1] >= out->bound.k_max)
-			out->theorem = 0;
+	if (pc_curve.dist.n > 0) {
+		rc = envelope_check(out, &pc_curve, o->eps, err);
+		if (rc)
+			goto out;
 	}
 out:
 	curve_free(&rc_curve);

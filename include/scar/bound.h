@@ -183,20 +183,23 @@ struct scar_bound_cost {
 };
 
 /*
- * The first clock at which curve (iter[i], obj[i]), i < n, reaches target;
- * -1 when it never does. window >= 1.
+ * The first clock after `after` (pass -1 for any) at which curve (iter[i],
+ * obj[i]), i < n, reaches target; -1 when it never does. The trailing mean
+ * may include records at or before `after`. window >= 1.
  */
 double scar_bound_reach(const double *iter, const double *obj, size_t n, double target,
-			int higher_better, size_t window);
+			int higher_better, size_t window, double after);
 
 /*
  * Cost of the perturbed curve against the reference. target NaN means the
- * reference's final smoothed objective. SCAR_ERANGE when the reference never
- * reaches target (or a curve is empty); censoring is not an error.
+ * reference's final smoothed objective. The perturbed run must reach the
+ * target after its last perturbation, at a clock > after (-1: anywhere), as
+ * scar-train --cost counts it. SCAR_ERANGE when the reference never reaches
+ * target (or a curve is empty); censoring is not an error.
  */
 int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size_t nref,
 			     const double *pert_iter, const double *pert_obj, size_t npert,
-			     double target, int higher_better, size_t window,
+			     double target, int higher_better, size_t window, double after,
 			     struct scar_bound_cost *out, struct scar_error *err);
 
 /*
@@ -224,9 +227,20 @@ struct scar_bound_check {
 	struct scar_bound_eval bound;	/* with eps when given */
 	int exceeded;			/* cost > bound.iota (censored: its lower bound is) */
 	int undecided;			/* censored below the bound: cannot tell */
-	/* theorem: the first clock with dist_opt <= eps; -1 never; NaN unchecked */
-	double reach_eps;
+	/*
+	 * The theorem, when the perturbed stream has dist_opt. Since the
+	 * envelope c^k (D + sum_t ||delta_t|| / c^t) is <= eps for every
+	 * k >= K(eps), every record at a clock >= K(eps) must have
+	 * dist_opt <= eps (with eps given). settle_eps: the first clock from
+	 * which dist_opt stays <= eps to the end of the stream, -1 if the last
+	 * one is above eps, NaN unchecked. envelope_max: the largest
+	 * dist_opt(k) / (c^k (D + sum_{t < k} ||delta_t|| / c^t)) over the
+	 * records (a perturbation at t shows from clock t + 1 on), which a true
+	 * contraction keeps <= 1 up to rounding; at clock envelope_iter.
+	 */
+	double settle_eps;
 	int theorem;			/* 1 holds, 0 violated, -1 unchecked or undecided */
+	double envelope_max, envelope_iter;	/* NaN without dist_opt */
 };
 
 /*

@@ -162,30 +162,34 @@ static void test_cost(void)
 	double hi[4] = { 0.1, 0.5, 0.4, 0.9 };
 	struct scar_bound_cost c;
 
-	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, NAN, 0, 1, &c, NULL));
+	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, NAN, 0, 1, -1, &c, NULL));
 	CHECK_NEAR(c.target, 1.0, 0);
 	CHECK_NEAR(c.reference_iter, 7, 0);
 	CHECK_NEAR(c.perturbed_iter, 9, 0);
 	CHECK_NEAR(c.cost, 2, 0);
 	CHECK(!c.censored);
 	/* explicit target */
-	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, 2.0, 0, 1, &c, NULL));
+	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, 2.0, 0, 1, -1, &c, NULL));
 	CHECK_NEAR(c.cost, 3, 0);	/* reference at 3, perturbed at 6 */
 	/* smoothing over 2: target = (1.1 + 1.0) / 2 = 1.05; reference 7, perturbed (1.05+.99)/2 at 9 */
-	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, NAN, 0, 2, &c, NULL));
+	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, NAN, 0, 2, -1, &c, NULL));
 	CHECK_NEAR(c.target, 1.05, 1e-15);
 	CHECK_NEAR(c.reference_iter, 7, 0);
 	CHECK_NEAR(c.perturbed_iter, 9, 0);
 	/* censored: the perturbed run stops at 8 */
-	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 9, NAN, 0, 1, &c, NULL));
+	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 9, NAN, 0, 1, -1, &c, NULL));
 	CHECK(c.censored);
 	CHECK_NEAR(c.cost, 2, 0);	/* at least 9 - 7 */
+	/* reached only after the last perturbation counts: explicit target 3 after clock 4 */
+	CHECK_RC(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, 3.0, 0, 1, 4, &c, NULL));
+	CHECK_NEAR(c.reference_iter, 2, 0);
+	CHECK_NEAR(c.perturbed_iter, 5, 0);
 	/* unreachable target */
-	CHECK(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, 0.5, 0, 1, &c, NULL) == SCAR_ERANGE);
+	CHECK(scar_bound_observed_cost(ri, ro, 8, pi, po, 11, 0.5, 0, 1, -1, &c, NULL) == SCAR_ERANGE);
 	/* higher is better */
-	CHECK_NEAR(scar_bound_reach(ri, hi, 4, 0.45, 1, 1), 1, 0);
-	CHECK_NEAR(scar_bound_reach(ri, hi, 4, 0.45, 1, 2), 2, 0);
-	CHECK_NEAR(scar_bound_reach(ri, hi, 4, 0.95, 1, 1), -1, 0);
+	CHECK_NEAR(scar_bound_reach(ri, hi, 4, 0.45, 1, 1, -1), 1, 0);
+	CHECK_NEAR(scar_bound_reach(ri, hi, 4, 0.45, 1, 2, -1), 2, 0);
+	CHECK_NEAR(scar_bound_reach(ri, hi, 4, 0.95, 1, 1, -1), -1, 0);
 }
 
 static void test_plan(void)
@@ -282,7 +286,7 @@ static void test_events(void)
 	}
 	/* perturbed: at T = 4 (dist 0.25) a delta of norm 0.25 doubles the distance */
 	for (int k = 0; k <= 14; k++) {
-		double d = k < 4 ? 4 * pow(0.5, k) : 8 * pow(0.5, k);
+		double d = k <= 4 ? 4 * pow(0.5, k) : 8 * pow(0.5, k);
 
 		plen += (size_t)snprintf(pert + plen, sizeof(pert) - plen,
 					 "{\"type\":\"iteration\",\"iter\":%d,\"objective\":%.17g,"
@@ -323,8 +327,10 @@ static void test_events(void)
 	CHECK(!ck.exceeded && !ck.undecided);
 	/* K(0.01) = ceil(log2(8 / 0.01)) = 10; dist 8 * 0.5^k <= 0.01 first at k = 10 */
 	CHECK_NEAR(ck.bound.k_max, 10, 0);
-	CHECK_NEAR(ck.reach_eps, 10, 0);
+	CHECK_NEAR(ck.settle_eps, 10, 0);
 	CHECK(ck.theorem == 1);
+	/* the run follows its envelope exactly: 8 * 0.5^k against 0.5^k (4 + 0.25 / 0.5^4) */
+	CHECK_NEAR(ck.envelope_max, 1, 1e-12);
 	scar_bound_check_release(&ck);
 
 	/* an extra perturbation makes the bound larger */
