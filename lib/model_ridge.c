@@ -136,7 +136,7 @@ static int ridge_create(struct scar_model **out, const json_t *cfg, struct scar_
 	if (!m)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	if (path)
-		rc = scar_error_set(err, SCAR_EUNSUPPORTED, "ridge: LIBSVM data '%s': reader not built yet", path);	/* XXX until lib/data_libsvm.c lands */
+		rc = scar_libsvm_load(path, 0, 0, &m->data, err);
 	else
 		rc = scar_synth_regression((uint64_t)mu_get_int(cfg, "n"), (uint64_t)mu_get_int(cfg, "d"),
 					   mu_get_real(cfg, "noise"),

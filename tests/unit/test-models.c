@@ -71,7 +71,7 @@ static double run_obj(struct run *r)
 	return f;
 }
 
-static double __attribute__((unused)) run_heldout(struct run *r)
+static double run_heldout(struct run *r)
 {
 	struct scar_error err;
 	double f = NAN;
@@ -182,6 +182,30 @@ static void test_ridge(void)
 	check_resume("ridge", "{\"init_scale\": 1.0}", 7, 20);
 }
 
+static void test_mlr(void)
+{
+	struct run r;
+	double f0, f1, acc;
+
+	if (run_open(&r, "mlr", "{\"seed\": 5}")) {
+		CHECK(0);
+		return;
+	}
+	f0 = run_obj(&r);
+	CHECK_NEAR(f0, log(5.0), 1e-6);	/* zero weights: uniform over 5 classes */
+	CHECK(run_steps(&r, 10) == 0);
+	f1 = run_obj(&r);
+	acc = run_heldout(&r);
+	printf("mlr: cross-entropy %.4f -> %.4f, test accuracy %.4f\n", f0, f1, acc);
+	CHECK(f1 < 0.2 * f0);
+	CHECK(acc >= 0.95);
+	run_close(&r);
+	check_resume("mlr", "{\"n\": 1000, \"batch\": 50, \"init_scale\": 0.01}", 3, 8);
+	/* A batch that does not divide n and one larger than n. */
+	check_resume("mlr", "{\"n\": 300, \"batch\": 128}", 2, 5);
+	check_resume("mlr", "{\"n\": 100, \"batch\": 1000, \"d\": 3}", 1, 3);
+}
+
 static void test_registry(void)
 {
 	const struct scar_model_def *const *m = scar_models();
@@ -201,5 +225,6 @@ int main(void)
 {
 	test_registry();
 	test_ridge();
+	test_mlr();
 	return unit_done("test-models");
 }

@@ -1,0 +1,534 @@
+/*
+ * model_mlr.c - multinomial (softmax) logistic regression by minibatch SGD.
+ *
+ * One iteration is one epoch: the data order (state "order") is shuffled
+ * by the worker RNG, then the examples are taken in consecutive minibatches
+ * of `batch` (the last one may be smaller). For a minibatch B, with every
+ * softmax output computed from the weights at the start of the minibatch,
+ *     W <- W - lr_e (l2 W + (1/|B|) sum_{i in B} x_i (p_i - e_{y_i})^T)
+ * where x_i is extended by a constant 1 for the bias row, which has no
+ * L2 penalty. The learning rate of epoch e (counted from 0) is
+ *     lr_e = lr / (1 + lr_decay * e).
+ *
+ * Objective: mean training cross-entropy, without the penalty
+ * ("cross_entropy"). Held out: accuracy on the test set ("test_accuracy").
+ *
+ * State: param "weights" f32 [d + 1, classes], one row per feature and a
+ * last row of biases; state "rng" u64 [6], "order" u32 [n] (the data
+ * order of the last epoch, shuffled again at each epoch), "epoch" u64 [1].
+ *
+ * Configuration keys (type, default: meaning):
+ *   seed          integer, 1: the worker RNG (data order) and initial weights
+ *   data_seed     integer, = seed: the synthetic data set
+ *   data          string, absent: a directory holding the IDX files
+ *                 train-images-idx3-ubyte, train-labels-idx1-ubyte,
+ *                 t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each
+ *                 optionally .gz; Fashion-MNIST, MNIST), or a LIBSVM file;
+ *                 absent = synthetic Gaussian classes
+ *   train_images, train_labels, test_images, test_labels
+ *                 string, absent: IDX files named one by one (instead of data)
+ *   test_data     string, absent: the LIBSVM test file when data is LIBSVM
+ *                 (without one there is no held-out metric)
+ *   n             integer, 5000: synthetic training examples
+ *   n_test        integer, 1000: synthetic test examples
+ *   d             integer, 20: synthetic features
+ *   classes       integer, 5: synthetic classes
+ *   sep           real, 1.0: synthetic class-mean spread (means ~ N(0, sep^2 I))
+ *   batch         integer, 128: minibatch size
+ *   lr            real, 0.2: initial learning rate
+ *   lr_decay      real, 0.3: learning-rate decay per epoch
+ *   l2            real, 0.0001: L2 penalty on the (non-bias) weights
+ *   init_scale    real, 0: initial weights ~ N(0, init_scale^2); 0 = zeros
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scar/data.h"
+#include "scar/model.h"
+#include "model_util.h"
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v8fu __attribute__((vector_size(32), aligned(4)));
+
+struct scar_model {
+	struct scar_dense *train, *test;	/* test may be NULL */
+	int test_view;		/* test points into train's arrays (synthetic split) */
+	uint64_t n, ntest, d;
+	uint32_t classes;
+	uint64_t batch;
+	double lr, lr_decay, l2, init_scale;
+	size_t ld;		/* padded row length of the class-major working copy */
+	float *wt;		/* classes x ld (d weights; bias apart) */
+	float *bias;		/* classes */
+	float *delta;		/* batch x classes */
+};
+
+static const char *const mlr_keys[] = {
+	"seed", "data_seed", "data", "train_images", "train_labels", "test_images",
+	"test_labels", "test_data", "n", "n_test", "d", "classes", "sep", "batch", "lr",
+	"lr_decay", "l2", "init_scale", NULL
+};
+
+static int mlr_configure(json_t *cfg, struct scar_error *err)
+{
+	int rc;
+
+	if ((rc = mu_cfg_known(cfg, mlr_keys, "mlr", err)) ||
+	    (rc = mu_cfg_seeds(cfg, err)) ||
+	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
+	    (rc = mu_cfg_str(cfg, "train_images", NULL, NULL, err)) ||
+	    (rc = mu_cfg_str(cfg, "train_labels", NULL, NULL, err)) ||
+	    (rc = mu_cfg_str(cfg, "test_images", NULL, NULL, err)) ||
+	    (rc = mu_cfg_str(cfg, "test_labels", NULL, NULL, err)) ||
+	    (rc = mu_cfg_str(cfg, "test_data", NULL, NULL, err)) ||
+	    (rc = mu_cfg_int(cfg, "n", 5000, 1, INT32_MAX, err)) ||
+	    (rc = mu_cfg_int(cfg, "n_test", 1000, 0, INT32_MAX, err)) ||
+	    (rc = mu_cfg_int(cfg, "d", 20, 1, 1 << 20, err)) ||
+	    (rc = mu_cfg_int(cfg, "classes", 5, 2, 1 << 16, err)) ||
+	    (rc = mu_cfg_real(cfg, "sep", 1.0, 0, 1e6, err)) ||
+	    (rc = mu_cfg_int(cfg, "batch", 128, 1, 1 << 20, err)) ||
+	    (rc = mu_cfg_real(cfg, "lr", 0.2, 0, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "lr_decay", 0.3, 0, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "l2", 1e-4, 0, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "init_scale", 0, 0, 1e6, err)))
+		return rc;
+	if (!!json_object_get(cfg, "train_images") != !!json_object_get(cfg, "train_labels") ||
+	    !!json_object_get(cfg, "test_images") != !!json_object_get(cfg, "test_labels"))
+		return scar_error_set(err, SCAR_EINVAL,
+				      "mlr: IDX images and labels must be given together");
+	if (json_object_get(cfg, "train_images") && json_object_get(cfg, "data"))
+		return scar_error_set(err, SCAR_EINVAL,
+				      "mlr: give either 'data' or 'train_images', not both");
+	return 0;
+}
+
+static void mlr_free(struct scar_model *m)
+{
+	if (!m)
+		return;
+	if (m->test_view)
+		free(m->test);
+	else
+		scar_dense_free(m->test);
+	scar_dense_free(m->train);
+	free(m->wt);
+	free(m->bias);
+	free(m->delta);
+	free(m);
+}
+
+/* dir/name or dir/name.gz, whichever exists (the .gz first); NULL when neither. */
+static char *idx_path(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 8;
+	char *p = malloc(n);
+
+	if (!p)
+		return NULL;
+	snprintf(p, n, "%s/%s.gz", dir, name);
+	if (access(p, R_OK) == 0)
+		return p;
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+static int load_idx_dir(struct scar_model *m, const char *dir, struct scar_error *err)
+{
+	char *ti = idx_path(dir, "train-images-idx3-ubyte");
+	char *tl = idx_path(dir, "train-labels-idx1-ubyte");
+	char *si = idx_path(dir, "t10k-images-idx3-ubyte");
+	char *sl = idx_path(dir, "t10k-labels-idx1-ubyte");
+	int rc;
+
+	if (!ti || !tl || !si || !sl)
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	else if (!(rc = scar_idx_load(ti, tl, &m->train, err)))
+		rc = scar_idx_load(si, sl, &m->test, err);
+	free(ti);
+	free(tl);
+	free(si);
+	free(sl);
+	return rc;
+}
+
+static int load_data(struct scar_model *m, const json_t *cfg, struct scar_error *err)
+{
+	const char *data = mu_get_str(cfg, "data");
+	int rc;
+
+	if (mu_get_str(cfg, "train_images")) {
+		rc = scar_idx_load(mu_get_str(cfg, "train_images"), mu_get_str(cfg, "train_labels"),
+				   &m->train, err);
+		if (!rc && mu_get_str(cfg, "test_images"))
+			rc = scar_idx_load(mu_get_str(cfg, "test_images"),
+					   mu_get_str(cfg, "test_labels"), &m->test, err);
+		return rc;
+	}
+	if (data) {
+		struct stat sb;
+
+		if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode))
+			return load_idx_dir(m, data, err);
+		rc = scar_libsvm_load(data, 0, 1, &m->train, err);
+		if (!rc && mu_get_str(cfg, "test_data"))
+			rc = scar_libsvm_load(mu_get_str(cfg, "test_data"), m->train->d, 1, &m->test, err);
+		return rc;
+	}
+	{
+		uint64_t n = (uint64_t)mu_get_int(cfg, "n"), nt = (uint64_t)mu_get_int(cfg, "n_test");
+		struct scar_dense *all;
+
+		/* One draw of train + test so both share the class means; then split. */
+		rc = scar_synth_classification(n + nt, (uint64_t)mu_get_int(cfg, "d"),
+					       (uint32_t)mu_get_int(cfg, "classes"),
+					       mu_get_real(cfg, "sep"),
+					       (uint64_t)mu_get_int(cfg, "data_seed"), &all, err);
+		if (rc)
+			return rc;
+		m->train = all;
+		if (nt) {
+			/* The test set views the tail of the same arrays; freed with train. */
+			m->test = calloc(1, sizeof(*m->test));
+			if (!m->test)
+				return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			*m->test = *all;
+			m->test->n = nt;
+			m->test->x = all->x + n * all->d;
+			m->test->label = all->label + n;
+			m->test_view = 1;
+			all->n = n;
+			m->ntest = nt;
+			m->train = all;
+		}
+	}
+	return 0;
+}
+
+static int mlr_create(struct scar_model **out, const json_t *cfg, struct scar_error *err)
+{
+	struct scar_model *m = calloc(1, sizeof(*m));
+	int rc;
+
+	*out = NULL;
+	if (!m)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	rc = load_data(m, cfg, err);
+	if (rc)
+		goto fail;
+	if (!m->train->label || m->train->classes < 2) {
+		rc = scar_error_set(err, SCAR_EINVAL, "mlr: training data needs labels of 2 classes or more");
+		goto fail;
+	}
+	m->n = m->train->n;
+	m->d = m->train->d;
+	m->classes = m->train->classes;
+	if (m->test) {
+		if (m->test->d != m->d || !m->test->label) {
+			rc = scar_error_set(err, SCAR_EMISMATCH,
+					    "mlr: test data has %llu features, training data %llu",
+					    (unsigned long long)m->test->d, (unsigned long long)m->d);
+			goto fail;
+		}
+		if (m->test->classes > m->classes)
+			m->classes = m->test->classes;
+		m->ntest = m->test->n;
+	}
+	m->batch = (uint64_t)mu_get_int(cfg, "batch");
+	if (m->batch > m->n)
+		m->batch = m->n;
+	m->lr = mu_get_real(cfg, "lr");
+	m->lr_decay = mu_get_real(cfg, "lr_decay");
+	m->l2 = mu_get_real(cfg, "l2");
+	m->init_scale = mu_get_real(cfg, "init_scale");
+	m->ld = (m->d + 7) & ~(size_t)7;
+	m->wt = aligned_alloc(32, m->classes * m->ld * sizeof(float));
+	m->bias = malloc(m->classes * sizeof(float));
+	m->delta = malloc(m->batch * m->classes * sizeof(float));
+	if (!m->wt || !m->bias || !m->delta) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	memset(m->wt, 0, m->classes * m->ld * sizeof(float));
+	*out = m;
+	return 0;
+fail:
+	mlr_free(m);
+	return rc;
+}
+
+static int mlr_init_state(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_tensor *w, *order;
+	uint64_t seed = mu_state_seed(st, 1);
+	int rc;
+
+	if ((rc = mu_add(st, "weights", SCAR_F32, SCAR_ROLE_PARAM, 2, m->d + 1, m->classes, &w, err)) ||
+	    (rc = mu_rng_add(st, seed, 1, err)) ||
+	    (rc = mu_add(st, "order", SCAR_U32, SCAR_ROLE_STATE, 1, m->n, 0, &order, err)) ||
+	    (rc = mu_add(st, "epoch", SCAR_U64, SCAR_ROLE_STATE, 1, 1, 0, NULL, err)))
+		return rc;
+	for (uint64_t i = 0; i < m->n; i++)
+		((uint32_t *)order->data)[i] = (uint32_t)i;
+	if (m->init_scale > 0) {
+		struct scar_rng r;
+		float *p = w->data;
+
+		scar_rng_seed_stream(&r, seed, 2);
+		for (uint64_t i = 0; i < m->d * m->classes; i++)
+			p[i] = (float)(m->init_scale * scar_rng_normal(&r));
+	}
+	return 0;
+}
+
+/* weights [d + 1, classes] <-> the class-major working copy wt, bias. */
+static void to_work(struct scar_model *m, const float *w)
+{
+	for (uint64_t j = 0; j < m->d; j++)
+		for (uint32_t c = 0; c < m->classes; c++)
+			m->wt[c * m->ld + j] = w[j * m->classes + c];
+	memcpy(m->bias, w + m->d * m->classes, m->classes * sizeof(float));
+}
+
+static void from_work(const struct scar_model *m, float *w)
+{
+	for (uint64_t j = 0; j < m->d; j++)
+		for (uint32_t c = 0; c < m->classes; c++)
+			w[j * m->classes + c] = m->wt[c * m->ld + j];
+	memcpy(w + m->d * m->classes, m->bias, m->classes * sizeof(float));
+}
+
+static inline float hsum(const v8f *pv)
+{
+	v8f v = *pv;
+
+	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+/*
+ * The kernels are compiled twice (AVX2 and baseline) and picked at load
+ * time. Both do the same lane-wise float operations in the same order, and
+ * ISO C mode keeps the compiler from fusing multiply-adds, so the result is
+ * bit-identical whichever runs.
+ */
+#if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define KERNEL __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef KERNEL
+#define KERNEL
+#endif
+
+/* logits[c] = bias[c] + x . wt[c], the same summation order everywhere. */
+static inline __attribute__((always_inline)) void forward(const struct scar_model *m, const float *x, float *logits)
+{
+	uint64_t d = m->d, d16 = d & ~(uint64_t)15, d8 = d & ~(uint64_t)7;
+
+	for (uint32_t c = 0; c < m->classes; c++) {
+		const float *w = m->wt + c * m->ld;
+		v8f a0 = { 0 }, a1 = { 0 };
+		float s;
+		uint64_t j;
+
+		for (j = 0; j < d16; j += 16) {
+			a0 += *(const v8fu *)(x + j) * *(const v8f *)(w + j);
+			a1 += *(const v8fu *)(x + j + 8) * *(const v8f *)(w + j + 8);
+		}
+		if (j < d8)
+			a0 += *(const v8fu *)(x + j) * *(const v8f *)(w + j);
+		a0 += a1;
+		s = hsum(&a0);
+		for (j = d8; j < d; j++)
+			s += x[j] * w[j];
+		logits[c] = s + m->bias[c];
+	}
+}
+
+/* Softmax of logits in place; returns log of the normaliser relative to the max. */
+static float softmax(float *p, uint32_t k, float *mx_out)
+{
+	float mx = p[0], s = 0;
+
+	for (uint32_t c = 1; c < k; c++)
+		if (p[c] > mx)
+			mx = p[c];
+	for (uint32_t c = 0; c < k; c++)
+		s += (p[c] = expf(p[c] - mx));
+	for (uint32_t c = 0; c < k; c++)
+		p[c] /= s;
+	*mx_out = mx;
+	return s;
+}
+
+/*
+ * Softmax outputs minus one-hot labels of rows idx[0..cnt) (rows 0..cnt of x
+ * when idx is NULL) into delta; returns the summed cross-entropy and sets
+ * *right to the number of correct argmax predictions.
+ */
+KERNEL
+static double batch_forward(const struct scar_model *m, const struct scar_dense *ds,
+			    const uint32_t *idx, uint64_t cnt, float *delta, uint64_t *right)
+{
+	uint32_t k = m->classes;
+	double loss = 0;
+	uint64_t ok = 0;
+
+	for (uint64_t i = 0; i < cnt; i++) {
+		uint64_t ex = idx ? idx[i] : i;
+		uint32_t y = ds->label[ex], best = 0;
+		float *p = delta + (idx ? i * k : 0), mx, s;
+
+		forward(m, ds->x + ex * ds->d, p);
+		for (uint32_t c = 1; c < k; c++)
+			if (p[c] > p[best])
+				best = c;
+		ok += best == y;
+		if (y < k) {
+			float ly = p[y];
+
+			s = softmax(p, k, &mx);
+			loss += (double)mx + log((double)s) - (double)ly;
+			p[y] -= 1;
+		} else {
+			softmax(p, k, &mx);
+		}
+	}
+	*right = ok;
+	return loss;
+}
+
+/* W <- decay W (non-bias rows), then W += scale * sum_i x_i delta_i^T. */
+KERNEL
+static void batch_update(struct scar_model *m, const uint32_t *idx, uint64_t cnt,
+			 const float *delta, float scale, float decay)
+{
+	uint64_t d = m->d, d8 = d & ~(uint64_t)7;
+	uint32_t k = m->classes;
+
+	if (decay != 1)
+		for (uint32_t c = 0; c < k; c++) {
+			v8f dv = { decay, decay, decay, decay, decay, decay, decay, decay };
+			float *wc = m->wt + c * m->ld;
+
+			for (uint64_t j = 0; j < m->ld; j += 8)
+				*(v8f *)(wc + j) *= dv;
+		}
+	for (uint64_t i = 0; i < cnt; i++) {
+		const float *x = m->train->x + idx[i] * d;
+		const float *p = delta + i * k;
+
+		for (uint32_t c = 0; c < k; c++) {
+			float s = scale * p[c];
+			v8f sv = { s, s, s, s, s, s, s, s };
+			float *wc = m->wt + c * m->ld;
+			uint64_t j;
+
+			for (j = 0; j < d8; j += 8)
+				*(v8f *)(wc + j) += sv * *(const v8fu *)(x + j);
+			for (; j < d; j++)
+				wc[j] += s * x[j];
+			m->bias[c] += s;
+		}
+	}
+}
+
+static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_tensor *w, *ord, *ep;
+	struct scar_rng r;
+	uint32_t *order;
+	uint64_t epoch, d = m->d;
+	uint32_t k = m->classes;
+	float lr, decay;
+	int rc;
+
+	if ((rc = mu_find(st, "weights", SCAR_F32, (d + 1) * k, &w, err)) ||
+	    (rc = mu_find(st, "order", SCAR_U32, m->n, &ord, err)) ||
+	    (rc = mu_find(st, "epoch", SCAR_U64, 1, &ep, err)) ||
+	    (rc = mu_rng_get(st, &r, err)))
+		return rc;
+	order = ord->data;
+	for (uint64_t i = 0; i < m->n; i++)
+		if (order[i] >= m->n)
+			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
+	epoch = *(uint64_t *)ep->data;
+	lr = (float)(m->lr / (1 + m->lr_decay * (double)epoch));
+	decay = (float)(1 - (double)lr * m->l2);
+	scar_rng_shuffle_u32(&r, order, m->n);
+	to_work(m, w->data);
+	for (uint64_t b0 = 0; b0 < m->n; b0 += m->batch) {
+		uint64_t bs = m->n - b0 < m->batch ? m->n - b0 : m->batch, right;
+
+		batch_forward(m, m->train, order + b0, bs, m->delta, &right);
+		batch_update(m, order + b0, bs, m->delta, -lr / (float)bs, decay);
+	}
+	from_work(m, w->data);
+	for (uint64_t i = 0; i < (d + 1) * k; i++)
+		if (!isfinite(((float *)w->data)[i]))
+			return scar_error_set(err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
+	*(uint64_t *)ep->data = epoch + 1;
+	mu_rng_put(st, &r);
+	return 0;
+}
+
+/* Mean cross-entropy (ce) and accuracy of the weights on a data set. */
+static void evaluate(struct scar_model *m, const struct scar_dense *ds, double *ce, double *acc)
+{
+	uint64_t right = 0;
+	double loss = batch_forward(m, ds, NULL, ds->n, m->delta, &right);
+
+	*ce = ds->n ? loss / (double)ds->n : 0;
+	*acc = ds->n ? (double)right / (double)ds->n : 0;
+}
+
+static int mlr_objective(struct scar_model *m, const struct scar_state *st, double *out,
+			 struct scar_error *err)
+{
+	struct scar_tensor *w;
+	double acc;
+	int rc = mu_find(st, "weights", SCAR_F32, (m->d + 1) * m->classes, &w, err);
+
+	if (rc)
+		return rc;
+	to_work(m, w->data);
+	evaluate(m, m->train, out, &acc);
+	return 0;
+}
+
+static int mlr_heldout(struct scar_model *m, const struct scar_state *st, double *out,
+		       struct scar_error *err)
+{
+	struct scar_tensor *w;
+	double ce;
+	int rc = mu_find(st, "weights", SCAR_F32, (m->d + 1) * m->classes, &w, err);
+
+	if (rc)
+		return rc;
+	if (!m->test || !m->ntest)
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "mlr: no test set");
+	to_work(m, w->data);
+	evaluate(m, m->test, &ce, out);
+	return 0;
+}
+
+const struct scar_model_def scar_model_mlr = {
+	.name = "mlr",
+	.summary = "multinomial logistic regression by minibatch SGD (one epoch per iteration)",
+	.objective_name = "cross_entropy",
+	.objective_higher_better = 0,
+	.heldout_name = "test_accuracy",
+	.heldout_higher_better = 1,
+	.configure = mlr_configure,
+	.create = mlr_create,
+	.init_state = mlr_init_state,
+	.step = mlr_step,
+	.objective = mlr_objective,
+	.heldout = mlr_heldout,
+	.contraction = NULL,
+	.dist_to_opt = NULL,
+	.free = mlr_free,
+};
