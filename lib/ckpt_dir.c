@@ -1,0 +1,101 @@
+/*
+ * ckpt_dir.c - the checkpoints of a directory: every *.ckpt whose header and
+ * metadata read cleanly, by iteration then name.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "scar/ckpt.h"
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct scar_ckpt_entry *x = a, *y = b;
+
+	if (x->iteration != y->iteration)
+		return x->iteration < y->iteration ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+void scar_ckpt_list_free(struct scar_ckpt_entry *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+		   size_t *skipped, struct scar_error *err)
+{
+	struct scar_ckpt_entry *v = NULL;
+	size_t cnt = 0, cap = 0, skip = 0;
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (skipped)
+		*skipped = 0;
+	d = opendir(dir);
+	if (!d)
+		return scar_error_set_errno(err, errno, dir, "cannot open directory '%s'", dir);
+	while ((errno = 0, de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct scar_ckpt_reader *r;
+		struct stat sb;
+		char *path;
+
+		if (len < 6 || strcmp(de->d_name + len - 5, ".ckpt") || de->d_name[0] == '.')
+			continue;
+		path = malloc(strlen(dir) + len + 2);
+		if (!path) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			goto out;
+		}
+		sprintf(path, "%s/%s", dir, de->d_name);
+		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    scar_ckpt_reader_open(&r, path, NULL)) {
+			free(path);
+			skip++;
+			continue;
+		}
+		if (cnt == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			struct scar_ckpt_entry *nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv) {
+				scar_ckpt_reader_close(r);
+				free(path);
+				rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+				goto out;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[cnt].path = path;
+		v[cnt].iteration = scar_ckpt_reader_info(r)->iteration;
+		v[cnt].partial = scar_ckpt_reader_info(r)->partial;
+		v[cnt].size = (uint64_t)sb.st_size;
+		cnt++;
+		scar_ckpt_reader_close(r);
+	}
+	if (errno) {
+		rc = scar_error_set_errno(err, errno, dir, "cannot read directory '%s'", dir);
+		goto out;
+	}
+	qsort(v, cnt, sizeof(*v), entry_cmp);
+out:
+	closedir(d);
+	if (rc) {
+		scar_ckpt_list_free(v, cnt);
+		return rc;
+	}
+	*out = v;
+	*n = cnt;
+	if (skipped)
+		*skipped = skip;
+	return 0;
+}

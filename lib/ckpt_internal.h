@@ -1,0 +1,128 @@
+/*
+ * ckpt_internal.h - what the checkpoint files of libscar share: the byte
+ * layout constants of format v1 (see scar-ckpt(5)), little-endian codecs,
+ * I/O loops and the reader's internal decode modes. Not installed.
+ */
+#ifndef SCAR_CKPT_INTERNAL_H
+#define SCAR_CKPT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scar/ckpt.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "scar checkpoints are little-endian; this host is not (payloads would need swapping)"
+#endif
+
+#define CKPT_HEADER_LEN 16
+#define CKPT_META_HDR_LEN 8
+#define CKPT_SEC_HDR_LEN 48
+#define CKPT_IDX_ENTRY_LEN 40
+#define CKPT_TRAILER_LEN 32
+#define CKPT_SEC_MAGIC "SCSE"
+#define CKPT_IDX_MAGIC "SCIX"
+#define CKPT_END_MAGIC "SCAREND\n"
+#define CKPT_MAJOR 1
+#define CKPT_MINOR 0
+
+/* Section flags: bit 0 LZ4 frame; bits 1-2 LZ4 block size code b (64 KiB << 2b). */
+#define CKPT_SF_LZ4 0x1u
+#define CKPT_SF_BCODE_SHIFT 1
+#define CKPT_SF_BCODE_MASK 0x6u
+#define CKPT_SF_KNOWN (CKPT_SF_LZ4 | CKPT_SF_BCODE_MASK)
+
+/* The only LZ4 frame descriptor byte FLG v1 allows (version 01, independent
+ * blocks, block checksums, content size, content checksum, no dictionary). */
+#define CKPT_LZ4_FLG 0x7Cu
+#define CKPT_LZ4_MAGIC 0x184D2204u
+/* Frame header (15) + end mark (4) + content checksum (4). */
+#define CKPT_LZ4_MIN_FRAME 23u
+
+/* I/O chunk: reads and gathered writes move this much at a time. */
+#define CKPT_IO_CHUNK ((size_t)1 << 20)
+
+static inline void ckpt_put16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void ckpt_put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void ckpt_put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint16_t ckpt_get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t ckpt_get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t ckpt_get64(const unsigned char *p)
+{
+	return (uint64_t)ckpt_get32(p) | (uint64_t)ckpt_get32(p + 4) << 32;
+}
+
+/* LZ4 block size of block code b (0..3). */
+static inline size_t ckpt_block_size(unsigned b)
+{
+	return (size_t)65536 << (2 * b);
+}
+
+/* Largest LZ4 frame (as written by format v1) holding raw_len bytes in blocks
+ * of code b; UINT64_MAX on overflow. */
+uint64_t scar_ckpt_lz4_bound(uint64_t raw_len, unsigned bcode);
+
+/* write(2) everything, retrying on EINTR and short writes: 0 or an errno. */
+int scar_ckpt_write_all(int fd, const void *buf, size_t n);
+/* read(2) up to n bytes, retrying on EINTR and short reads until n or EOF:
+ * the byte count, or -errno. */
+int64_t scar_ckpt_read_full(int fd, void *buf, size_t n);
+/* As read_full with pread(2) at off. */
+int64_t scar_ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
+
+/* Software CRC-32C, for testing the table path against the hardware one. */
+uint32_t scar_ckpt_crc32c_soft(uint32_t crc, const void *buf, size_t len);
+
+/*
+ * Present rows of every shard: counts[s] for s < S, from sorted disjoint
+ * {start, count} ranges, in O(nranges + S).
+ */
+void scar_ckpt_shard_counts(const uint64_t (*ranges)[2], size_t nranges, uint32_t S,
+			    uint64_t *counts);
+
+/* How the reader decodes a section payload. */
+enum ckpt_decode {
+	CKPT_DECODE_BUF,	/* into the reader's buffer, with the row list */
+	CKPT_DECODE_DST,	/* into caller memory of raw_len bytes, no row list */
+	CKPT_DECODE_DISCARD,	/* check every checksum, keep nothing */
+};
+
+/*
+ * scar_ckpt_reader_next with a choice of destination (dst only for
+ * CKPT_DECODE_DST; it may be NULL to let the callback choose: see below).
+ * When dst_for is set, it is called after the section header has been checked
+ * and returns the destination for that section, or NULL for the reader's
+ * buffer.
+ */
+typedef void *(*ckpt_dst_fn)(void *ctx, const struct scar_ckpt_section_info *si);
+int scar_ckpt_reader_next_mode(struct scar_ckpt_reader *r, struct scar_ckpt_section *sec,
+			       enum ckpt_decode mode, ckpt_dst_fn dst_for, void *ctx,
+			       struct scar_error *err);
+
+/* Bytes of the regular file behind the reader, or UINT64_MAX for a pipe. */
+uint64_t scar_ckpt_reader_file_size(const struct scar_ckpt_reader *r);
+
+#endif

@@ -1,0 +1,730 @@
+/*
+ * ckpt_write.c - writing checkpoint files, format v1 (scar-ckpt(5)).
+ *
+ * Everything goes out front to back so that a checkpoint can be written to
+ * a pipe. A section header carries the stored length, so each LZ4 section
+ * is compressed into memory first and then written with one large write;
+ * rows are gathered into a chunk only when the section is not one
+ * contiguous run of the tensor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lz4frame.h>
+
+#include "scar/ckpt.h"
+#include "scar/shard.h"
+#include "ckpt_internal.h"
+
+#define OBUF_LEN ((size_t)64 << 10)
+
+void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->compress = 1;
+	o->level = 0;
+	o->sync = 1;
+	o->block_size = (size_t)4 << 20;
+}
+
+int scar_ckpt_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		/* Stay well under the 2 GiB a single write(2) may move on Linux. */
+		ssize_t w = write(fd, p, n > ((size_t)1 << 30) ? (size_t)1 << 30 : n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (w == 0)
+			return EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+uint64_t scar_ckpt_lz4_bound(uint64_t raw_len, unsigned bcode)
+{
+	uint64_t bs = ckpt_block_size(bcode), nblocks = raw_len / bs + (raw_len % bs != 0);
+
+	if (raw_len > UINT64_MAX / 2)
+		return UINT64_MAX;
+	/* Slack for writers that flush a few short blocks. */
+	return CKPT_LZ4_MIN_FRAME + raw_len + 8 * nblocks + 4096;
+}
+
+void scar_ckpt_shard_counts(const uint64_t (*ranges)[2], size_t nranges, uint32_t S,
+			    uint64_t *counts)
+{
+	/* Whole cycles add to every shard; the rest is a run of shards mod S,
+	 * accumulated as a difference array. */
+	uint64_t base = 0;
+
+	memset(counts, 0, S * sizeof(*counts));
+	for (size_t i = 0; i < nranges; i++) {
+		uint64_t a = ranges[i][0], c = ranges[i][1], rem = c % S;
+		uint32_t s0 = (uint32_t)(a % S);
+
+		base += c / S;
+		if (!rem)
+			continue;
+		if (s0 + rem <= S) {
+			counts[s0]++;
+			if (s0 + rem < S)
+				counts[s0 + rem]--;
+		} else {
+			counts[s0]++;
+			counts[0]++;
+			counts[s0 + rem - S]--;
+		}
+	}
+	for (uint32_t s = 0, run = 0; s < S; s++) {
+		run += (uint32_t)counts[s];
+		counts[s] = base + run;
+	}
+}
+
+struct wr {
+	int fd;
+	const char *name;
+	uint64_t off;		/* bytes written so far */
+	unsigned char *obuf;	/* small structures are staged here */
+	size_t olen;
+	struct scar_error *err;
+};
+
+static int wr_fail(struct wr *w, int e)
+{
+	int rc = scar_error_set_errno(w->err, e, w->name, "cannot write '%s'", w->name);
+
+	if (w->err)
+		w->err->offset = (int64_t)w->off;
+	return rc;
+}
+
+static int wr_flush(struct wr *w)
+{
+	int e;
+
+	if (!w->olen)
+		return 0;
+	e = scar_ckpt_write_all(w->fd, w->obuf, w->olen);
+	if (e)
+		return wr_fail(w, e);
+	w->off += w->olen;
+	w->olen = 0;
+	return 0;
+}
+
+/* Write n bytes: staged when small, directly when large. */
+static int wr_bytes(struct wr *w, const void *p, size_t n)
+{
+	int e;
+
+	if (n <= OBUF_LEN - w->olen) {
+		memcpy(w->obuf + w->olen, p, n);
+		w->olen += n;
+		return 0;
+	}
+	if ((e = wr_flush(w)))
+		return e;
+	if (n < OBUF_LEN) {
+		memcpy(w->obuf, p, n);
+		w->olen = n;
+		return 0;
+	}
+	e = scar_ckpt_write_all(w->fd, p, n);
+	if (e)
+		return wr_fail(w, e);
+	w->off += n;
+	return 0;
+}
+
+static uint64_t wr_pos(const struct wr *w)
+{
+	return w->off + w->olen;
+}
+
+/* Sorted disjoint non-adjacent ranges of present rows; *n = 0 and *all = 1 when all are. */
+static int present_ranges(const struct scar_tensor *t, uint64_t (**out)[2], size_t *n,
+			  int *all)
+{
+	uint64_t rows = scar_tensor_rows(t), (*v)[2] = NULL;
+	size_t cnt = 0, cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	*all = 1;
+	if (!t->present)
+		return 0;
+	for (uint64_t r = 0; r < rows; r++)
+		if (!t->present[r]) {
+			*all = 0;
+			break;
+		}
+	if (*all)
+		return 0;
+	for (uint64_t r = 0; r < rows;) {
+		uint64_t a;
+
+		while (r < rows && !t->present[r])
+			r++;
+		if (r == rows)
+			break;
+		a = r;
+		while (r < rows && t->present[r])
+			r++;
+		if (cnt == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			uint64_t (*nv)[2] = realloc(v, nc * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return SCAR_ENOMEM;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[cnt][0] = a;
+		v[cnt][1] = r - a;
+		cnt++;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int check_state(const struct scar_state *st, struct scar_error *err)
+{
+	if (st->shards < 1 || st->shards > SCAR_MAX_SHARDS)
+		return scar_error_set(err, SCAR_EINVAL, "shard count %u out of range 1..%u",
+				      st->shards, SCAR_MAX_SHARDS);
+	if (st->iteration > INT64_MAX)
+		return scar_error_set(err, SCAR_ERANGE, "iteration too large");
+	if ((st->config && !json_is_object(st->config)) || (st->extra && !json_is_object(st->extra)))
+		return scar_error_set(err, SCAR_EINVAL, "config and extra must be JSON objects");
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *t = st->tensors[i];
+
+		if (!t || !t->name || !*t->name || strlen(t->name) >= SCAR_NAME_MAX ||
+		    !scar_dtype_size(t->dtype) || !scar_role_name(t->role) || t->ndim < 0 ||
+		    t->ndim > SCAR_MAX_DIMS || !t->data)
+			return scar_error_set(err, SCAR_EINVAL, "tensor %zu is malformed", i);
+		for (int d = 0; d < t->ndim; d++)
+			if (t->shape[d] > INT64_MAX)
+				return scar_error_set(err, SCAR_ERANGE, "tensor '%s': dimension too large",
+						      t->name);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(st->tensors[j]->name, t->name) == 0)
+				return scar_error_set(err, SCAR_EINVAL, "duplicate tensor name '%s'",
+						      t->name);
+	}
+	return 0;
+}
+
+static int build_meta(const struct scar_state *st, char **out, size_t *len,
+		      struct scar_error *err)
+{
+	json_t *m = json_object(), *tv = json_array();
+	int partial = 0, rc = 0;
+
+	*out = NULL;
+	if (!m || !tv)
+		goto oom;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *t = st->tensors[i];
+		json_t *o = json_object(), *shape = json_array(), *pres;
+		uint64_t (*rg)[2];
+		size_t nr;
+		int all;
+
+		if (!o || !shape || json_array_append_new(tv, o)) {
+			json_decref(shape);
+			goto oom;
+		}
+		for (int d = 0; d < t->ndim; d++)
+			if (json_array_append_new(shape, json_integer((json_int_t)t->shape[d]))) {
+				json_decref(shape);
+				goto oom;
+			}
+		if (present_ranges(t, &rg, &nr, &all))
+			goto oom;
+		if (all) {
+			pres = json_string("all");
+		} else {
+			partial = 1;
+			pres = json_array();
+			for (size_t k = 0; pres && k < nr; k++) {
+				json_t *p = json_pack("[II]", (json_int_t)rg[k][0], (json_int_t)rg[k][1]);
+
+				if (!p || json_array_append_new(pres, p)) {
+					json_decref(pres);
+					pres = NULL;
+				}
+			}
+		}
+		free(rg);
+		if (json_object_set_new(o, "name", json_string(t->name)) ||
+		    json_object_set_new(o, "dtype", json_string(scar_dtype_name(t->dtype))) ||
+		    json_object_set_new(o, "role", json_string(scar_role_name(t->role))) ||
+		    json_object_set_new(o, "shape", shape) ||
+		    json_object_set_new(o, "rows", json_integer((json_int_t)scar_tensor_rows(t))) ||
+		    !pres || json_object_set_new(o, "present", pres))
+			goto oom;
+	}
+	if (json_object_set_new(m, "format", json_string("scar-ckpt")) ||
+	    json_object_set_new(m, "version", json_integer(SCAR_CKPT_VERSION)) ||
+	    json_object_set_new(m, "model", json_string(st->model)) ||
+	    json_object_set_new(m, "iteration", json_integer((json_int_t)st->iteration)) ||
+	    json_object_set_new(m, "shards", json_integer(st->shards)) ||
+	    json_object_set_new(m, "shard_rule", json_string("row mod shards")) ||
+	    json_object_set_new(m, "kind", json_string(partial ? "partial" : "full")) ||
+	    json_object_set_new(m, "config", st->config ? json_deep_copy(st->config) : json_object()) ||
+	    json_object_set_new(m, "extra", st->extra ? json_deep_copy(st->extra) : json_object()) ||
+	    json_object_set(m, "tensors", tv))
+		goto oom;
+	*out = json_dumps(m, JSON_COMPACT | JSON_ENSURE_ASCII);
+	if (!*out)
+		goto oom;
+	*len = strlen(*out);
+	if (*len > SCAR_CKPT_META_MAX) {
+		free(*out);
+		*out = NULL;
+		rc = scar_error_set(err, SCAR_ERANGE, "metadata of %zu bytes exceeds the %u-byte limit",
+				    *len, SCAR_CKPT_META_MAX);
+	}
+	goto out;
+oom:
+	rc = scar_error_set(err, SCAR_ENOMEM, "out of memory building checkpoint metadata");
+out:
+	json_decref(tv);
+	json_decref(m);
+	return rc;
+}
+
+/* Gathers the present rows of one shard of a tensor, in row order, into chunks. */
+struct gather {
+	const unsigned char *data;
+	const uint8_t *present;
+	uint64_t rows, r;
+	uint32_t S;
+	size_t rb, inrow;
+};
+
+static void gather_skip(struct gather *g)
+{
+	if (g->present)
+		while (g->r < g->rows && !g->present[g->r])
+			g->r += g->S;
+}
+
+static size_t gather_fill(struct gather *g, unsigned char *dst, size_t cap)
+{
+	size_t n = 0;
+
+	while (n < cap && g->r < g->rows) {
+		const unsigned char *src = g->data + g->r * g->rb;
+
+		if (g->inrow == 0 && cap - n >= g->rb) {
+			if (g->rb == 4) {
+				memcpy(dst + n, src, 4);
+			} else if (g->rb == 8) {
+				memcpy(dst + n, src, 8);
+			} else {
+				memcpy(dst + n, src, g->rb);
+			}
+			n += g->rb;
+			g->r += g->S;
+		} else {
+			size_t k = g->rb - g->inrow;
+
+			if (k > cap - n)
+				k = cap - n;
+			memcpy(dst + n, src + g->inrow, k);
+			n += k;
+			g->inrow += k;
+			if (g->inrow < g->rb)
+				continue;
+			g->inrow = 0;
+			g->r += g->S;
+		}
+		gather_skip(g);
+	}
+	return n;
+}
+
+struct sect_ctx {
+	LZ4F_cctx *cctx;
+	unsigned char *out;	/* compressed section */
+	size_t out_cap;
+	unsigned char *chunk;	/* gathered rows */
+	size_t chunk_cap;
+};
+
+static int grow(unsigned char **p, size_t *cap, size_t need)
+{
+	unsigned char *n;
+
+	if (need <= *cap)
+		return 0;
+	n = malloc(need);
+	if (!n)
+		return SCAR_ENOMEM;
+	free(*p);
+	*p = n;
+	*cap = need;
+	return 0;
+}
+
+static unsigned bcode_of(size_t block_size)
+{
+	unsigned b = 0;
+
+	while (b < 3 && ckpt_block_size(b) < block_size)
+		b++;
+	return b;
+}
+
+static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_tensor *t,
+			 uint32_t tidx, uint32_t s, uint32_t S, uint64_t nrows,
+			 const struct scar_ckpt_save_opts *o, unsigned char *idx_entry)
+{
+	size_t rb = scar_tensor_row_bytes(t);
+	uint64_t raw_len = nrows * rb, stored_len, hdr_off;
+	int contiguous = S == 1 && nrows == scar_tensor_rows(t);
+	unsigned bcode = bcode_of(o->block_size);
+	uint32_t flags = 0, crc = 0;
+	unsigned char h[CKPT_SEC_HDR_LEN];
+	struct gather g = { t->data, t->present, scar_tensor_rows(t), s, S, rb, 0 };
+	const unsigned char *payload = NULL;
+	size_t z = 0;
+	int rc;
+
+	gather_skip(&g);
+	if (!contiguous && grow(&sc->chunk, &sc->chunk_cap,
+				o->compress ? ckpt_block_size(bcode) : CKPT_IO_CHUNK))
+		goto oom;
+	if (o->compress) {
+		LZ4F_preferences_t p;
+		size_t bound, pos, step = ckpt_block_size(bcode);
+
+		memset(&p, 0, sizeof(p));
+		p.frameInfo.blockSizeID = (LZ4F_blockSizeID_t)(LZ4F_max64KB + bcode);
+		p.frameInfo.blockMode = LZ4F_blockIndependent;
+		p.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+		p.frameInfo.blockChecksumFlag = LZ4F_blockChecksumEnabled;
+		p.frameInfo.frameType = LZ4F_frame;
+		p.frameInfo.contentSize = raw_len;
+		p.compressionLevel = o->level;
+		p.autoFlush = 1;
+		bound = LZ4F_compressFrameBound(raw_len, &p) + 64;
+		if (grow(&sc->out, &sc->out_cap, bound))
+			goto oom;
+		if (!sc->cctx && LZ4F_isError(LZ4F_createCompressionContext(&sc->cctx, LZ4F_VERSION)))
+			goto oom;
+		z = LZ4F_compressBegin(sc->cctx, sc->out, sc->out_cap, &p);
+		if (LZ4F_isError(z))
+			goto lz4err;
+		pos = z;
+		for (uint64_t done = 0; done < raw_len;) {
+			size_t n = raw_len - done < step ? (size_t)(raw_len - done) : step;
+			const void *src;
+
+			if (contiguous) {
+				src = (const unsigned char *)t->data + done;
+			} else {
+				gather_fill(&g, sc->chunk, n);
+				src = sc->chunk;
+			}
+			z = LZ4F_compressUpdate(sc->cctx, sc->out + pos, sc->out_cap - pos, src, n, NULL);
+			if (LZ4F_isError(z))
+				goto lz4err;
+			pos += z;
+			done += n;
+		}
+		z = LZ4F_compressEnd(sc->cctx, sc->out + pos, sc->out_cap - pos, NULL);
+		if (LZ4F_isError(z))
+			goto lz4err;
+		pos += z;
+		stored_len = pos;
+		payload = sc->out;
+		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT;
+	} else {
+		stored_len = raw_len + 4;
+	}
+
+	hdr_off = wr_pos(w);
+	memcpy(h, CKPT_SEC_MAGIC, 4);
+	ckpt_put32(h + 4, tidx);
+	ckpt_put32(h + 8, s);
+	ckpt_put32(h + 12, flags);
+	ckpt_put64(h + 16, nrows);
+	ckpt_put64(h + 24, raw_len);
+	ckpt_put64(h + 32, stored_len);
+	ckpt_put32(h + 40, 0);
+	ckpt_put32(h + 44, scar_crc32c(0, h, 44));
+	if ((rc = wr_bytes(w, h, sizeof(h))))
+		return rc;
+
+	if (payload) {
+		if ((rc = wr_bytes(w, payload, stored_len)))
+			return rc;
+	} else if (contiguous) {
+		crc = scar_crc32c(0, t->data, raw_len);
+		if ((rc = wr_bytes(w, t->data, raw_len)))
+			return rc;
+	} else {
+		for (uint64_t done = 0; done < raw_len;) {
+			size_t n = gather_fill(&g, sc->chunk, sc->chunk_cap);
+
+			crc = scar_crc32c(crc, sc->chunk, n);
+			if ((rc = wr_bytes(w, sc->chunk, n)))
+				return rc;
+			done += n;
+		}
+	}
+	if (!payload) {
+		unsigned char c[4];
+
+		ckpt_put32(c, crc);
+		if ((rc = wr_bytes(w, c, 4)))
+			return rc;
+	}
+	ckpt_put32(idx_entry, tidx);
+	ckpt_put32(idx_entry + 4, s);
+	ckpt_put64(idx_entry + 8, hdr_off);
+	ckpt_put64(idx_entry + 16, nrows);
+	ckpt_put64(idx_entry + 24, raw_len);
+	ckpt_put64(idx_entry + 32, stored_len);
+	return 0;
+oom:
+	return scar_error_set(w->err, SCAR_ENOMEM, "out of memory writing tensor '%s'", t->name);
+lz4err:
+	return scar_error_set(w->err, SCAR_EINVAL, "LZ4 compression of tensor '%s' failed: %s",
+			      t->name, LZ4F_getErrorName(z));
+}
+
+int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
+		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
+{
+	struct scar_ckpt_save_opts o;
+	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err };
+	struct sect_ctx sc = { 0 };
+	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL;
+	size_t nsec = 0, idx_cap = 0;
+	uint64_t *counts = NULL, idx_off;
+	char *meta = NULL;
+	size_t meta_len = 0;
+	uint32_t crc;
+	int rc;
+
+	if (opts)
+		o = *opts;
+	else
+		scar_ckpt_save_opts_init(&o);
+	if (o.level < 0 || o.level > 12)
+		return scar_error_set(err, SCAR_EINVAL, "LZ4 level %d out of range 0..12", o.level);
+	if (!o.block_size)
+		o.block_size = (size_t)4 << 20;
+	if ((rc = check_state(st, err)) || (rc = build_meta(st, &meta, &meta_len, err)))
+		return rc;
+	w.obuf = malloc(OBUF_LEN);
+	counts = malloc((size_t)st->shards * sizeof(*counts));
+	if (!w.obuf || !counts) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+
+	memcpy(h, SCAR_CKPT_MAGIC, 8);
+	ckpt_put16(h + 8, CKPT_MAJOR);
+	ckpt_put16(h + 10, CKPT_MINOR);
+	ckpt_put32(h + 12, scar_crc32c(0, h, 12));
+	if ((rc = wr_bytes(&w, h, CKPT_HEADER_LEN)))
+		goto out;
+	ckpt_put32(h, (uint32_t)meta_len);
+	ckpt_put32(h + 4, scar_crc32c(0, meta, meta_len));
+	if ((rc = wr_bytes(&w, h, CKPT_META_HDR_LEN)) || (rc = wr_bytes(&w, meta, meta_len)))
+		goto out;
+
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *t = st->tensors[i];
+		uint32_t S = scar_tensor_shards(t, st->shards);
+		uint64_t rows = scar_tensor_rows(t);
+
+		if (!rows)
+			continue;
+		for (uint32_t s = 0; s < S; s++)
+			counts[s] = scar_shard_rows(rows, s, S);
+		if (t->present) {
+			memset(counts, 0, S * sizeof(*counts));
+			for (uint64_t r = 0; r < rows; r++)
+				counts[r % S] += t->present[r] != 0;
+		}
+		for (uint32_t s = 0; s < S; s++) {
+			if (!counts[s])
+				continue;
+			if (nsec == idx_cap) {
+				size_t nc = idx_cap ? 2 * idx_cap : 64;
+				unsigned char *ni = realloc(idx, nc * CKPT_IDX_ENTRY_LEN);
+
+				if (!ni) {
+					rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+					goto out;
+				}
+				idx = ni;
+				idx_cap = nc;
+			}
+			rc = write_section(&w, &sc, t, (uint32_t)i, s, S, counts[s], &o,
+					   idx + nsec * CKPT_IDX_ENTRY_LEN);
+			if (rc)
+				goto out;
+			nsec++;
+		}
+	}
+
+	idx_off = wr_pos(&w);
+	if (nsec > UINT32_MAX) {
+		rc = scar_error_set(err, SCAR_ERANGE, "too many sections");
+		goto out;
+	}
+	memcpy(h, CKPT_IDX_MAGIC, 4);
+	ckpt_put32(h + 4, (uint32_t)nsec);
+	crc = scar_crc32c(0, h, 8);
+	crc = scar_crc32c(crc, idx, nsec * CKPT_IDX_ENTRY_LEN);
+	if ((rc = wr_bytes(&w, h, 8)) || (rc = wr_bytes(&w, idx, nsec * CKPT_IDX_ENTRY_LEN)))
+		goto out;
+	ckpt_put32(h, crc);
+	if ((rc = wr_bytes(&w, h, 4)))
+		goto out;
+	ckpt_put64(h, idx_off);
+	ckpt_put64(h + 8, wr_pos(&w) + CKPT_TRAILER_LEN);
+	ckpt_put32(h + 16, 0);
+	ckpt_put32(h + 20, scar_crc32c(0, h, 20));
+	memcpy(h + 24, CKPT_END_MAGIC, 8);
+	if ((rc = wr_bytes(&w, h, CKPT_TRAILER_LEN)) || (rc = wr_flush(&w)))
+		goto out;
+out:
+	LZ4F_freeCompressionContext(sc.cctx);
+	free(sc.out);
+	free(sc.chunk);
+	free(idx);
+	free(counts);
+	free(w.obuf);
+	free(meta);
+	return rc;
+}
+
+/* The directory part of path ("." when none), malloc'd. */
+static char *dir_of(const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	char *d;
+
+	if (!sl)
+		return strdup(".");
+	if (sl == path)
+		return strdup("/");
+	d = malloc((size_t)(sl - path) + 1);
+	if (d) {
+		memcpy(d, path, (size_t)(sl - path));
+		d[sl - path] = 0;
+	}
+	return d;
+}
+
+int scar_ckpt_save(const struct scar_state *st, const char *path,
+		   const struct scar_ckpt_save_opts *opts, struct scar_error *err)
+{
+	struct scar_ckpt_save_opts o;
+	const char *base;
+	char *dir = NULL, *tmp = NULL;
+	int fd = -1, rc, e;
+	mode_t um;
+
+	if (opts)
+		o = *opts;
+	else
+		scar_ckpt_save_opts_init(&o);
+	if (!path || !*path)
+		return scar_error_set(err, SCAR_EINVAL, "empty checkpoint path");
+	if (strcmp(path, "-") == 0)
+		return scar_ckpt_write_fd(st, STDOUT_FILENO, "(stdout)", &o, err);
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (!*base)
+		return scar_error_set_at(err, SCAR_EINVAL, path, -1, -1,
+					 "checkpoint path '%s' names a directory", path);
+	dir = dir_of(path);
+	tmp = dir ? malloc(strlen(dir) + strlen(base) + 16) : NULL;
+	if (!tmp) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	sprintf(tmp, "%s/.%s.tmp.XXXXXX", dir, base);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot create a temporary file for '%s'",
+					  path);
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	/* mkstemp makes 0600; give the file the mode open(2) with 0666 would. */
+	um = umask(0);
+	umask(um);
+	if (fchmod(fd, 0666 & ~um) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", tmp);
+		goto out;
+	}
+	if ((rc = scar_ckpt_write_fd(st, fd, path, &o, err)))
+		goto out;
+	if (o.sync && fsync(fd) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot sync '%s'", path);
+		goto out;
+	}
+	e = close(fd);
+	fd = -1;
+	if (e < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
+		goto out;
+	}
+	if (rename(tmp, path) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot rename a temporary file to '%s'",
+					  path);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	if (o.sync) {
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+		/* The file is in place; a directory that cannot be synced is an error all the same. */
+		if (dfd < 0 || fsync(dfd) < 0) {
+			rc = scar_error_set_errno(err, errno, path, "cannot sync directory '%s'", dir);
+			if (dfd >= 0)
+				close(dfd);
+			goto out;
+		}
+		close(dfd);
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dir);
+	return rc;
+}
