@@ -1,0 +1,193 @@
+/*
+ * scar/diff.h - the perturbation between two snapshots: streaming norms.
+ *
+ * d = A - B elementwise, over the elements present in both:
+ *   l1 = sum |d|, l2 = sqrt(sum d^2), linf = max |d|,
+ *   rel_l2 = l2 / ||B|| (0 when both are 0, +inf when only ||B|| is),
+ *   changed = elements with A != B (NaN counts as changed), elements compared.
+ * Any NaN in d makes l1, l2 and linf NaN.
+ *
+ * Accuracy: elements are converted to double and summed in blocks of at
+ * most 1024 terms (four interleaved partial sums each); block sums are
+ * added with Neumaier's compensated summation. The error of a sum of n
+ * non-negative terms is then about 256 u + n u^2 relative (u = 2^-53),
+ * whatever n: good to ~1e-13 for 1e9 elements, where a plain double loop
+ * can lose 1e-7 and a float loop everything.
+ *
+ * Snapshots are checkpoints (scar/ckpt.h), .npy or safetensors files
+ * (scar/arrayfile.h), in any mix; tensors are matched by name. By default
+ * only SCAR_ROLE_PARAM tensors are compared (the parameters a failure can
+ * perturb); opts.all adds state tensors, and naming a tensor selects it
+ * whatever its role.
+ */
+#ifndef SCAR_DIFF_H
+#define SCAR_DIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "scar/error.h"
+#include "scar/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A compensated (Neumaier) running sum. Zero-initialise to start. */
+struct scar_sum {
+	double s, c;
+};
+
+static inline void scar_sum_add(struct scar_sum *a, double x)
+{
+	double t = a->s + x;
+
+	if ((a->s < 0 ? -a->s : a->s) >= (x < 0 ? -x : x))
+		a->c += (a->s - t) + x;
+	else
+		a->c += (x - t) + a->s;
+	a->s = t;
+}
+
+static inline double scar_sum_value(const struct scar_sum *a)
+{
+	return a->s + a->c;
+}
+
+struct scar_norms {
+	double l1, l2, linf, rel_l2;
+	double norm_a, norm_b;		/* ||A||, ||B|| over the compared elements */
+	uint64_t changed, elements;
+};
+
+/* Accumulates norms of A - B over any number of array pieces. */
+struct scar_diff_acc {
+	struct scar_sum l1, l2sq, asq, bsq;
+	double linf;
+	uint64_t changed, elements;
+};
+
+/* Zero an accumulator. */
+void scar_diff_acc_init(struct scar_diff_acc *acc);
+/*
+ * Add n elements of a and b (both of dtype dt, native byte order) to acc.
+ * Unknown dtypes add nothing.
+ */
+void scar_diff_acc_add(struct scar_diff_acc *acc, const void *a, const void *b,
+		       enum scar_dtype dt, uint64_t n);
+/* Add everything of from into into. */
+void scar_diff_acc_merge(struct scar_diff_acc *into, const struct scar_diff_acc *from);
+/* The norms of what acc has seen. */
+void scar_diff_acc_result(const struct scar_diff_acc *acc, struct scar_norms *out);
+
+/* Accurate L2 norm of n elements of dtype dt. */
+double scar_norm_l2(const void *a, enum scar_dtype dt, uint64_t n);
+
+/* ---- comparing snapshots ---- */
+
+/* One compared row (param tensors only). */
+struct scar_diff_row {
+	size_t tensor;		/* index into scar_diff_result.tensors */
+	uint64_t row;
+	uint32_t shard;
+	struct scar_norms n;
+};
+
+struct scar_diff_result;
+
+struct scar_diff_opts {
+	int all;			/* also compare state tensors */
+	const char *const *names;	/* compare only these tensors (any role); NULL = all */
+	size_t nnames;
+	size_t top_k;			/* rows kept in top (default 10 after _init; 0 = none) */
+	/*
+	 * Called for every compared row of a param tensor, in file order; r is
+	 * the partial result (its tensor table and sides are already filled). A
+	 * negative return stops the comparison with that code.
+	 */
+	int (*row_fn)(void *ctx, const struct scar_diff_result *r, const struct scar_diff_row *row);
+	void *row_ctx;
+};
+void scar_diff_opts_init(struct scar_diff_opts *o);
+
+/* Names the kind of a snapshot: "ckpt", "npy", "safetensors", "state". */
+struct scar_diff_side {
+	char path[SCAR_ERROR_FILE_MAX];
+	const char *kind;
+	char model[SCAR_NAME_MAX];
+	int has_iteration;		/* checkpoints and states have one, arrays not */
+	uint64_t iteration;
+	uint32_t shards;		/* 1 for arrays */
+	size_t only_tensors;		/* compared-role tensors missing from the other side */
+};
+
+struct scar_diff_tensor {
+	char name[SCAR_NAME_MAX];
+	enum scar_dtype dtype;
+	enum scar_role role;
+	int ndim;
+	uint64_t shape[SCAR_MAX_DIMS];
+	uint64_t rows;
+	uint64_t rows_compared;		/* present in both */
+	uint64_t rows_only_a, rows_only_b;
+	/* Rows present in one side only, as {start, count} ranges; owned by the result. */
+	size_t nonly_a, nonly_b;
+	uint64_t (*only_a)[2], (*only_b)[2];
+	struct scar_norms n;
+};
+
+struct scar_diff_result {
+	struct scar_diff_side a, b;
+	struct scar_norms total;	/* over all compared tensors */
+	uint32_t nshards;		/* shard count used for rows (A's, else B's) */
+	struct scar_norms *shards;	/* per shard, param tensors only */
+	size_t ntensors;
+	struct scar_diff_tensor *tensors;	/* matched tensors, in A's order */
+	size_t ntop;
+	struct scar_diff_row *top;	/* largest row L2 first; rows with l2 > 0 only */
+	/* Names of compared-role tensors found in only one side (owned). */
+	size_t nonly_a, nonly_b;
+	char (*only_a)[SCAR_NAME_MAX], (*only_b)[SCAR_NAME_MAX];
+	uint64_t rows_only_a, rows_only_b;
+	/*
+	 * 1 when one side had to be read into memory whole: both inputs are
+	 * pipes, or two checkpoints have different shard counts.
+	 */
+	int loaded_whole;
+};
+
+/*
+ * Compare two snapshot files ("-" = stdin, for one of them). Checkpoints
+ * are read a section at a time: a seekable one by random access to the
+ * section that matches the other side's, so memory stays at two sections
+ * plus buffers of a few MiB; .npy and safetensors are read in 1 MiB
+ * pieces. Fails with SCAR_EMISMATCH (naming the tensor) when a matched
+ * tensor differs in dtype or shape, SCAR_ENOTFOUND when no tensor is in
+ * both, and the reader's errors. On success *out owns a new result.
+ */
+int scar_diff_files(const char *a, const char *b, const struct scar_diff_opts *opts,
+		    struct scar_diff_result **out, struct scar_error *err);
+
+/* The same over two states in memory (rows present in both). */
+int scar_diff_states(const struct scar_state *a, const struct scar_state *b,
+		     const struct scar_diff_opts *opts, struct scar_diff_result **out,
+		     struct scar_error *err);
+
+void scar_diff_result_free(struct scar_diff_result *r);
+
+/*
+ * The result as one JSON object {"type":"diff","version":1, "a":{...},
+ * "b":{...}, "l1","l2","linf","rel_l2","changed","elements",
+ * "iteration_a","iteration_b", "tensors":[...], "shards":[...],
+ * "top_rows":[...], "missing":{...}} (see scar-diff(1)). Non-finite
+ * numbers become null. New reference, NULL when out of memory.
+ */
+json_t *scar_diff_result_json(const struct scar_diff_result *r);
+/* One row as {"type":"row","tensor","row","shard","l1","l2","linf","changed","elements"}. */
+json_t *scar_diff_row_json(const struct scar_diff_result *r, const struct scar_diff_row *row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
