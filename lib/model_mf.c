@@ -1,0 +1,498 @@
+/*
+ * model_mf.c - matrix factorisation of a ratings matrix with a global mean,
+ * user and item biases and L2: r_ui ~ mu + b_u + b_i + p_u . q_i.
+ *
+ * Loss over the training ratings:
+ *     L = sum (r_ui - mu - b_u - b_i - p_u . q_i)^2
+ *       + lambda sum_u w_u (|p_u|^2 + b_u^2) + lambda sum_i w_i (|q_i|^2 + b_i^2)
+ * with w = the entity's number of training ratings (lambda_scale "count",
+ * the weighted-lambda regularisation of Zhou et al. 2008) or w = 1
+ * ("none"). mu is not penalised.
+ *
+ * One iteration:
+ *   als  one sweep of alternating least squares: every user's (p_u, b_u)
+ *        given the items (a Cholesky solve of a rank+1 system), then every
+ *        item's (q_i, b_i) given the users, then mu given both. Each block
+ *        update is exact, so L never increases.
+ *   sgd  one epoch of stochastic gradient descent over the training
+ *        ratings in an order shuffled by the worker RNG, with the
+ *        per-rating share of the penalty (lambda for "count", lambda / w
+ *        for "none"); mu stays at the training mean.
+ *
+ * Objective: sqrt(L / n_train) ("rmse_penalized", the training RMSE with
+ * the penalty folded in). Held out: RMSE on the test ratings ("test_rmse").
+ * The test set is a seeded 80/20 (test_frac) split by scar_ratings_split.
+ *
+ * State: params "user_factors" f32 [users, rank], "item_factors" f32
+ * [items, rank], "user_bias" f32 [users], "item_bias" f32 [items],
+ * "global_mean" f64 [1]; with sgd also state "rng" u64 [6] and "order" u32
+ * [n_train] (the last epoch's order, shuffled again each epoch).
+ *
+ * Configuration keys (type, default: meaning):
+ *   seed          integer, 1: initial factors and (sgd) the data order
+ *   data_seed     integer, = seed: the synthetic data and the train/test split
+ *   data          string, absent: MovieLens ratings (u.data, ratings.dat or
+ *                 ratings.csv, or a directory holding one); absent = synthetic
+ *   users         integer, 1000: synthetic users
+ *   items         integer, 800: synthetic items
+ *   synth_rank    integer, 5: rank of the planted synthetic matrix
+ *   density       real, 0.1: fraction of synthetic cells rated
+ *   noise         real, 0.1: synthetic rating noise standard deviation
+ *   test_frac     real, 0.2: fraction of ratings held out
+ *   solver        string, "als": "als" or "sgd"
+ *   rank          integer, 10: factor rank
+ *   lambda        real, 0.1: L2 penalty
+ *   lambda_scale  string, "count": "count" (weighted lambda) or "none"
+ *   lr            real, 0.01: sgd learning rate
+ *   init_scale    real, 0.1: initial factors ~ N(0, init_scale^2)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "scar/data.h"
+#include "scar/model.h"
+#include "model_util.h"
+
+struct scar_model {
+	struct scar_ratings *train, *test;
+	uint32_t users, items, rank;
+	int sgd, weighted;
+	double lambda, lr, init_scale, mean;
+	/* Training ratings grouped by user and by item (CSR / CSC). */
+	uint64_t *uptr, *iptr;	/* users + 1, items + 1 */
+	uint32_t *uidx, *iidx;	/* the other side's id */
+	float *ur, *ir;		/* ratings */
+	double *work;		/* (rank + 1)^2 + 2 (rank + 1) */
+};
+
+struct mf_params {
+	float *p, *q, *bu, *bi;
+	double *mu;
+};
+
+static const char *const mf_keys[] = {
+	"seed", "data_seed", "data", "users", "items", "synth_rank", "density", "noise",
+	"test_frac", "solver", "rank", "lambda", "lambda_scale", "lr", "init_scale", NULL
+};
+static const char *const solvers[] = { "als", "sgd", NULL };
+static const char *const scales[] = { "count", "none", NULL };
+
+static int mf_configure(json_t *cfg, struct scar_error *err)
+{
+	int rc;
+
+	if ((rc = mu_cfg_known(cfg, mf_keys, "mf", err)) ||
+	    (rc = mu_cfg_seeds(cfg, err)) ||
+	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
+	    (rc = mu_cfg_int(cfg, "users", 1000, 1, INT32_MAX, err)) ||
+	    (rc = mu_cfg_int(cfg, "items", 800, 1, INT32_MAX, err)) ||
+	    (rc = mu_cfg_int(cfg, "synth_rank", 5, 1, 4096, err)) ||
+	    (rc = mu_cfg_real(cfg, "density", 0.1, 1e-9, 1, err)) ||
+	    (rc = mu_cfg_real(cfg, "noise", 0.1, 0, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "test_frac", 0.2, 0, 0.99, err)) ||
+	    (rc = mu_cfg_str(cfg, "solver", "als", solvers, err)) ||
+	    (rc = mu_cfg_int(cfg, "rank", 10, 1, 1024, err)) ||
+	    (rc = mu_cfg_real(cfg, "lambda", 0.1, 0, 1e9, err)) ||
+	    (rc = mu_cfg_str(cfg, "lambda_scale", "count", scales, err)) ||
+	    (rc = mu_cfg_real(cfg, "lr", 0.01, 0, 1e3, err)) ||
+	    (rc = mu_cfg_real(cfg, "init_scale", 0.1, 0, 1e6, err)))
+		return rc;
+	return 0;
+}
+
+static void mf_free(struct scar_model *m)
+{
+	if (!m)
+		return;
+	scar_ratings_free(m->train);
+	scar_ratings_free(m->test);
+	free(m->uptr);
+	free(m->iptr);
+	free(m->uidx);
+	free(m->iidx);
+	free(m->ur);
+	free(m->ir);
+	free(m->work);
+	free(m);
+}
+
+/* A MovieLens file, or the first of ratings.csv, ratings.dat, u.data in a directory. */
+static int load_movielens(const char *path, struct scar_ratings **out, struct scar_error *err)
+{
+	static const char *const names[] = { "ratings.csv", "ratings.dat", "u.data" };
+	struct stat sb;
+
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		char buf[4096];
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			snprintf(buf, sizeof(buf), "%s/%s", path, names[i]);
+			if (stat(buf, &sb) == 0)
+				return scar_movielens_load(buf, out, err);
+		}
+		return scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1,
+					 "no ratings.csv, ratings.dat or u.data in directory");
+	}
+	return scar_movielens_load(path, out, err);
+}
+
+/* Group n ratings by key (user or item) into CSR arrays. */
+static int group(const uint32_t *key, const uint32_t *other, const float *r, uint64_t n,
+		 uint32_t nkeys, uint64_t **ptr, uint32_t **idx, float **val)
+{
+	uint64_t *p = calloc((uint64_t)nkeys + 1, sizeof(*p)), *fill;
+	uint32_t *ix = malloc((n ? n : 1) * sizeof(*ix));
+	float *v = malloc((n ? n : 1) * sizeof(*v));
+
+	*ptr = p;
+	*idx = ix;
+	*val = v;
+	if (!p || !ix || !v)
+		return -1;
+	for (uint64_t i = 0; i < n; i++)
+		p[key[i] + 1]++;
+	for (uint32_t k = 0; k < nkeys; k++)
+		p[k + 1] += p[k];
+	fill = malloc(((uint64_t)nkeys + 1) * sizeof(*fill));
+	if (!fill)
+		return -1;
+	memcpy(fill, p, ((uint64_t)nkeys + 1) * sizeof(*fill));
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t at = fill[key[i]]++;
+
+		ix[at] = other[i];
+		v[at] = r[i];
+	}
+	free(fill);
+	return 0;
+}
+
+static int mf_create(struct scar_model **out, const json_t *cfg, struct scar_error *err)
+{
+	struct scar_model *m = calloc(1, sizeof(*m));
+	struct scar_ratings *all = NULL;
+	const char *path = mu_get_str(cfg, "data");
+	uint64_t seed = (uint64_t)mu_get_int(cfg, "data_seed");
+	double sum = 0;
+	int rc;
+
+	*out = NULL;
+	if (!m)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if (path)
+		rc = load_movielens(path, &all, err);
+	else
+		rc = scar_synth_ratings((uint32_t)mu_get_int(cfg, "users"),
+					(uint32_t)mu_get_int(cfg, "items"),
+					(uint32_t)mu_get_int(cfg, "synth_rank"),
+					mu_get_real(cfg, "density"), mu_get_real(cfg, "noise"), seed,
+					&all, err);
+	if (rc || (rc = scar_ratings_split(all, mu_get_real(cfg, "test_frac"), seed, &m->train,
+					   &m->test, err)))
+		goto fail;
+	if (!m->train->n) {
+		rc = scar_error_set(err, SCAR_EINVAL, "mf: no training ratings");
+		goto fail;
+	}
+	m->users = m->train->users;
+	m->items = m->train->items;
+	m->rank = (uint32_t)mu_get_int(cfg, "rank");
+	m->sgd = strcmp(mu_get_str(cfg, "solver"), "sgd") == 0;
+	m->weighted = strcmp(mu_get_str(cfg, "lambda_scale"), "count") == 0;
+	m->lambda = mu_get_real(cfg, "lambda");
+	m->lr = mu_get_real(cfg, "lr");
+	m->init_scale = mu_get_real(cfg, "init_scale");
+	for (uint64_t i = 0; i < m->train->n; i++)
+		sum += m->train->rating[i];
+	m->mean = sum / (double)m->train->n;
+	m->work = malloc(((size_t)(m->rank + 1) * (m->rank + 1) + 2 * (m->rank + 1)) *
+			 sizeof(*m->work));
+	if (!m->work ||
+	    group(m->train->user, m->train->item, m->train->rating, m->train->n, m->users,
+		  &m->uptr, &m->uidx, &m->ur) ||
+	    group(m->train->item, m->train->user, m->train->rating, m->train->n, m->items,
+		  &m->iptr, &m->iidx, &m->ir)) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	scar_ratings_free(all);
+	*out = m;
+	return 0;
+fail:
+	scar_ratings_free(all);
+	mf_free(m);
+	return rc;
+}
+
+static int mf_init_state(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_tensor *p, *q, *mu, *ord;
+	uint64_t seed = mu_state_seed(st, 1);
+	struct scar_rng r;
+	int rc;
+
+	if ((rc = mu_add(st, "user_factors", SCAR_F32, SCAR_ROLE_PARAM, 2, m->users, m->rank, &p, err)) ||
+	    (rc = mu_add(st, "item_factors", SCAR_F32, SCAR_ROLE_PARAM, 2, m->items, m->rank, &q, err)) ||
+	    (rc = mu_add(st, "user_bias", SCAR_F32, SCAR_ROLE_PARAM, 1, m->users, 0, NULL, err)) ||
+	    (rc = mu_add(st, "item_bias", SCAR_F32, SCAR_ROLE_PARAM, 1, m->items, 0, NULL, err)) ||
+	    (rc = mu_add(st, "global_mean", SCAR_F64, SCAR_ROLE_PARAM, 1, 1, 0, &mu, err)))
+		return rc;
+	scar_rng_seed_stream(&r, seed, 2);
+	for (uint64_t i = 0; i < (uint64_t)m->users * m->rank; i++)
+		((float *)p->data)[i] = (float)(m->init_scale * scar_rng_normal(&r));
+	for (uint64_t i = 0; i < (uint64_t)m->items * m->rank; i++)
+		((float *)q->data)[i] = (float)(m->init_scale * scar_rng_normal(&r));
+	*(double *)mu->data = m->mean;
+	if (m->sgd) {
+		if ((rc = mu_rng_add(st, seed, 1, err)) ||
+		    (rc = mu_add(st, "order", SCAR_U32, SCAR_ROLE_STATE, 1, m->train->n, 0, &ord, err)))
+			return rc;
+		for (uint64_t i = 0; i < m->train->n; i++)
+			((uint32_t *)ord->data)[i] = (uint32_t)i;
+	}
+	return 0;
+}
+
+static int get_params(const struct scar_model *m, const struct scar_state *st,
+		      struct mf_params *x, struct scar_error *err)
+{
+	struct scar_tensor *t[5];
+	int rc;
+
+	if ((rc = mu_find(st, "user_factors", SCAR_F32, (uint64_t)m->users * m->rank, &t[0], err)) ||
+	    (rc = mu_find(st, "item_factors", SCAR_F32, (uint64_t)m->items * m->rank, &t[1], err)) ||
+	    (rc = mu_find(st, "user_bias", SCAR_F32, m->users, &t[2], err)) ||
+	    (rc = mu_find(st, "item_bias", SCAR_F32, m->items, &t[3], err)) ||
+	    (rc = mu_find(st, "global_mean", SCAR_F64, 1, &t[4], err)))
+		return rc;
+	x->p = t[0]->data;
+	x->q = t[1]->data;
+	x->bu = t[2]->data;
+	x->bi = t[3]->data;
+	x->mu = t[4]->data;
+	return 0;
+}
+
+static inline float dotf(const float *a, const float *b, uint32_t k)
+{
+	float s = 0;
+
+	for (uint32_t j = 0; j < k; j++)
+		s += a[j] * b[j];
+	return s;
+}
+
+/*
+ * Solve for one side's row e (factor f[k], bias *b) given the other side's
+ * factors of and biases ob: least squares over the ratings ptr[e]..ptr[e+1)
+ * against r - mu - ob, penalty lambda * w.
+ */
+static void als_solve(const struct scar_model *m, uint64_t lo, uint64_t hi, const uint32_t *idx,
+		      const float *val, const float *of, const float *ob, double mu, float *f,
+		      float *b)
+{
+	uint32_t k = m->rank, k1 = k + 1;
+	double *a = m->work, *rhs = a + (size_t)k1 * k1, *z = rhs + k1;
+	double reg = m->lambda * (m->weighted ? (double)(hi - lo) : 1.0);
+
+	if (hi == lo) {
+		/* No ratings: the penalty alone puts the row at zero. */
+		memset(f, 0, k * sizeof(*f));
+		*b = 0;
+		return;
+	}
+	memset(a, 0, (size_t)k1 * k1 * sizeof(*a));
+	memset(rhs, 0, k1 * sizeof(*rhs));
+	for (uint64_t t = lo; t < hi; t++) {
+		const float *o = of + (uint64_t)idx[t] * k;
+		double y = (double)val[t] - mu - ob[idx[t]];
+
+		for (uint32_t i = 0; i < k; i++)
+			z[i] = o[i];
+		z[k] = 1;
+		for (uint32_t i = 0; i < k1; i++) {
+			double zi = z[i];
+			double *row = a + (size_t)i * k1;
+
+			rhs[i] += zi * y;
+			for (uint32_t j = 0; j <= i; j++)
+				row[j] += zi * z[j];
+		}
+	}
+	for (uint32_t i = 0; i < k1; i++) {
+		a[(size_t)i * k1 + i] += reg > 0 ? reg : 1e-9;
+		for (uint32_t j = 0; j < i; j++)
+			a[(size_t)j * k1 + i] = a[(size_t)i * k1 + j];
+	}
+	if (mu_cholesky(a, k1)) {
+		/* Numerically singular: leave the row as it is. */
+		return;
+	}
+	mu_cholesky_solve(a, k1, rhs);
+	for (uint32_t i = 0; i < k; i++)
+		f[i] = (float)rhs[i];
+	*b = (float)rhs[k];
+}
+
+static void als_sweep(struct scar_model *m, struct mf_params *x)
+{
+	uint32_t k = m->rank;
+	double s = 0;
+
+	for (uint32_t u = 0; u < m->users; u++)
+		als_solve(m, m->uptr[u], m->uptr[u + 1], m->uidx, m->ur, x->q, x->bi, *x->mu,
+			  x->p + (uint64_t)u * k, x->bu + u);
+	for (uint32_t i = 0; i < m->items; i++)
+		als_solve(m, m->iptr[i], m->iptr[i + 1], m->iidx, m->ir, x->p, x->bu, *x->mu,
+			  x->q + (uint64_t)i * k, x->bi + i);
+	for (uint32_t u = 0; u < m->users; u++) {
+		const float *pu = x->p + (uint64_t)u * k;
+
+		for (uint64_t t = m->uptr[u]; t < m->uptr[u + 1]; t++) {
+			uint32_t i = m->uidx[t];
+
+			s += (double)m->ur[t] - x->bu[u] - x->bi[i] - dotf(pu, x->q + (uint64_t)i * k, k);
+		}
+	}
+	*x->mu = s / (double)m->train->n;
+}
+
+static int sgd_epoch(struct scar_model *m, struct scar_state *st, struct mf_params *x,
+		     struct scar_error *err)
+{
+	struct scar_tensor *ord;
+	struct scar_rng r;
+	uint32_t *order, k = m->rank;
+	const struct scar_ratings *tr = m->train;
+	float lr = (float)m->lr, mu = (float)*x->mu;
+	int rc;
+
+	if ((rc = mu_find(st, "order", SCAR_U32, tr->n, &ord, err)) || (rc = mu_rng_get(st, &r, err)))
+		return rc;
+	order = ord->data;
+	for (uint64_t i = 0; i < tr->n; i++)
+		if (order[i] >= tr->n)
+			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
+	scar_rng_shuffle_u32(&r, order, tr->n);
+	for (uint64_t t = 0; t < tr->n; t++) {
+		uint64_t e = order[t];
+		uint32_t u = tr->user[e], i = tr->item[e];
+		float *pu = x->p + (uint64_t)u * k, *qi = x->q + (uint64_t)i * k;
+		float ru = (float)m->lambda, ri = ru, err_ui;
+
+		if (!m->weighted) {
+			ru /= (float)(m->uptr[u + 1] - m->uptr[u]);
+			ri /= (float)(m->iptr[i + 1] - m->iptr[i]);
+		}
+		err_ui = tr->rating[e] - mu - x->bu[u] - x->bi[i] - dotf(pu, qi, k);
+		x->bu[u] += lr * (err_ui - ru * x->bu[u]);
+		x->bi[i] += lr * (err_ui - ri * x->bi[i]);
+		for (uint32_t j = 0; j < k; j++) {
+			float pj = pu[j], qj = qi[j];
+
+			pu[j] += lr * (err_ui * qj - ru * pj);
+			qi[j] += lr * (err_ui * pj - ri * qj);
+		}
+	}
+	mu_rng_put(st, &r);
+	return 0;
+}
+
+static int mf_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct mf_params x;
+	int rc = get_params(m, st, &x, err);
+
+	if (rc)
+		return rc;
+	if (m->sgd) {
+		if ((rc = sgd_epoch(m, st, &x, err)))
+			return rc;
+	} else {
+		als_sweep(m, &x);
+	}
+	if (!isfinite(*x.mu))
+		return scar_error_set(err, SCAR_EDIVERGED, "mf: parameters diverged");
+	return 0;
+}
+
+/* Sum of squared errors of the model over a ratings set. */
+static double sse(const struct scar_model *m, const struct mf_params *x,
+		  const struct scar_ratings *rs)
+{
+	uint32_t k = m->rank;
+	double s = 0;
+
+	for (uint64_t t = 0; t < rs->n; t++) {
+		uint32_t u = rs->user[t], i = rs->item[t];
+		double e;
+
+		if (u >= m->users || i >= m->items)
+			continue;
+		e = (double)rs->rating[t] - *x->mu - x->bu[u] - x->bi[i] -
+		    dotf(x->p + (uint64_t)u * k, x->q + (uint64_t)i * k, k);
+		s += e * e;
+	}
+	return s;
+}
+
+static int mf_objective(struct scar_model *m, const struct scar_state *st, double *out,
+			struct scar_error *err)
+{
+	struct mf_params x;
+	uint32_t k = m->rank;
+	double pen = 0;
+	int rc = get_params(m, st, &x, err);
+
+	if (rc)
+		return rc;
+	for (uint32_t u = 0; u < m->users; u++) {
+		double w = m->weighted ? (double)(m->uptr[u + 1] - m->uptr[u]) : 1.0;
+		const float *pu = x.p + (uint64_t)u * k;
+
+		pen += w * ((double)dotf(pu, pu, k) + (double)x.bu[u] * x.bu[u]);
+	}
+	for (uint32_t i = 0; i < m->items; i++) {
+		double w = m->weighted ? (double)(m->iptr[i + 1] - m->iptr[i]) : 1.0;
+		const float *qi = x.q + (uint64_t)i * k;
+
+		pen += w * ((double)dotf(qi, qi, k) + (double)x.bi[i] * x.bi[i]);
+	}
+	*out = sqrt((sse(m, &x, m->train) + m->lambda * pen) / (double)m->train->n);
+	return 0;
+}
+
+static int mf_heldout(struct scar_model *m, const struct scar_state *st, double *out,
+		      struct scar_error *err)
+{
+	struct mf_params x;
+	int rc = get_params(m, st, &x, err);
+
+	if (rc)
+		return rc;
+	if (!m->test->n)
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "mf: no test ratings (test_frac 0)");
+	*out = sqrt(sse(m, &x, m->test) / (double)m->test->n);
+	return 0;
+}
+
+const struct scar_model_def scar_model_mf = {
+	.name = "mf",
+	.summary = "matrix factorisation with biases by ALS (one sweep) or SGD (one epoch)",
+	.objective_name = "rmse_penalized",
+	.objective_higher_better = 0,
+	.heldout_name = "test_rmse",
+	.heldout_higher_better = 0,
+	.configure = mf_configure,
+	.create = mf_create,
+	.init_state = mf_init_state,
+	.step = mf_step,
+	.objective = mf_objective,
+	.heldout = mf_heldout,
+	.contraction = NULL,
+	.dist_to_opt = NULL,
+	.free = mf_free,
+};
