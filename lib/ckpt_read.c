@@ -824,7 +824,7 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 		return rerr_at(r, err, SCAR_ECORRUPT, x.hoff + 24,
 			       SECFMT "raw length %llu is not rows times row size", SECARG(&x),
 			       (unsigned long long)si.raw_len);
-	if (si.compressed ? si.stored_len < CKPT_LZ4_MIN_FRAME ||
+	if (si.compressed ? !si.raw_len || si.stored_len < CKPT_LZ4_MIN_FRAME ||
 			    si.stored_len > scar_ckpt_lz4_bound(si.raw_len, bcode)
 			  : bcode || si.stored_len != si.raw_len + 4)
 		return rerr_at(r, err, SCAR_ECORRUPT, x.hoff + 32,

@@ -414,7 +414,8 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 	if (!contiguous && grow(&sc->chunk, &sc->chunk_cap,
 				o->compress ? ckpt_block_size(bcode) : CKPT_IO_CHUNK))
 		goto oom;
-	if (o->compress) {
+	/* LZ4F cannot record a content size of 0, so empty payloads go raw. */
+	if (o->compress && raw_len) {
 		LZ4F_preferences_t p;
 		size_t bound, pos, step = ckpt_block_size(bcode);
 
