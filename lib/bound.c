@@ -158,12 +158,25 @@ double scar_bound_t_quantile(double prob, unsigned dof)
 
 /* ---- planning ---- */
 
-/* 2 log h(a), h(a) = 1 + c^-a for a >= 1 and h(0) = 0; L = -log c > 0 */
-static double log_h2(double a, double L)
+/* log(exp(x) - 1) for x > 0 */
+static double logexpm1(double x)
 {
+	return x > 30 ? x + log1p(-exp(-x)) : log(expm1(x));
+}
+
+/*
+ * 2 log h(a), h(a) = min(1 + c^-a, kappa (c^-a - 1)) for a >= 1, h(0) = 0;
+ * L = -log c > 0, lk = log kappa
+ */
+static double log_h2(double a, double L, double lk)
+{
+	double x, y;
+
 	if (a <= 0)
 		return -INFINITY;
-	return 2 * log1pexp(a * L);
+	x = log1pexp(a * L);
+	y = lk + logexpm1(a * L);
+	return 2 * (x < y ? x : y);
 }
 
 struct plan_acc {
@@ -188,10 +201,10 @@ static void acc_add(struct plan_acc *acc, double lphi, double lsum)
  * age p + j * every when that checkpoint exists (m - j >= 1), else its rows
  * still hold the iteration-0 save (age T).
  */
-static void plan_point(const struct scar_bound_plan_opts *o, uint64_t every,
+static void plan_point(const struct scar_bound_plan_opts *o, double kappa, uint64_t every,
 		       struct scar_bound_plan_point *pt)
 {
-	double L = -log(o->c), lphi = log(o->lost_fraction);
+	double L = -log(o->c), lphi = log(o->lost_fraction), lk = log(kappa);
 	double r = o->budget * (double)every;
 	uint64_t G;
 	struct plan_acc acc = { 0, 0, 0 };
@@ -208,7 +221,7 @@ static void plan_point(const struct scar_bound_plan_opts *o, uint64_t every,
 			for (uint64_t j = 0; j < G; j++) {
 				double w = j + 1 < G ? r : 1 - r * (double)(G - 1);
 
-				prefix = logaddexp(prefix, log(w) + log_h2((double)(p + j * every), L));
+				prefix = logaddexp(prefix, log(w) + log_h2((double)(p + j * every), L, lk));
 			}
 			acc_add(&acc, lphi, prefix);
 			continue;
@@ -224,14 +237,14 @@ static void plan_point(const struct scar_bound_plan_opts *o, uint64_t every,
 				uint64_t j = m - 1;
 				double w = j + 1 < G ? r : 1 - r * (double)(G - 1);
 
-				prefix = logaddexp(prefix, log(w) + log_h2((double)(p + j * every), L));
+				prefix = logaddexp(prefix, log(w) + log_h2((double)(p + j * every), L, lk));
 				wsum += w;
 			}
 			if (T == 0)
 				continue;
 			lsum = prefix;
 			if (wsum < 1 - 1e-12)
-				lsum = logaddexp(lsum, log(1 - wsum) + log_h2((double)T, L));
+				lsum = logaddexp(lsum, log(1 - wsum) + log_h2((double)T, L, lk));
 			acc_add(&acc, lphi, lsum);
 		}
 	}
@@ -256,7 +269,7 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 {
 	uint64_t top, every_t;
 	size_t maxp = o->max_points ? o->max_points : 256, n = 0;
-	double mean_age;
+	double mean_age, kappa = 1;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -273,6 +286,11 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 	if (o->iters > 100000000)
 		return scar_error_set(err, SCAR_ERANGE, "iterations %llu exceed 1e8",
 				      (unsigned long long)o->iters);
+	if (o->D > 0 && o->step0 > 0) {
+		if (!isfinite(o->D) || !isfinite(o->step0))
+			return scar_error_set(err, SCAR_ERANGE, "D and the first step must be finite");
+		kappa = o->step0 / ((1 - o->c) * o->D);
+	}
 	if (maxp < 2)
 		maxp = 2;
 	top = (uint64_t)ceil(1 / o->budget - 1e-9);
@@ -283,7 +301,7 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	if (top <= maxp) {
 		for (uint64_t e = 1; e <= top; e++)
-			plan_point(o, e, &out->points[n++]);
+			plan_point(o, kappa, e, &out->points[n++]);
 	} else {
 		/* geometric grid from 1 to top, duplicates after rounding dropped */
 		uint64_t last = 0;
@@ -295,11 +313,12 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 				e = top;
 			if (e <= last)
 				continue;
-			plan_point(o, e, &out->points[n++]);
+			plan_point(o, kappa, e, &out->points[n++]);
 			last = e;
 		}
 	}
 	out->n = n;
+	out->kappa = kappa;
 	out->best = 0;
 	for (size_t i = 1; i < n; i++)
 		if (out->points[i].iota < out->points[out->best].iota)

@@ -65,7 +65,7 @@ int scar_bound_fit(const double *k, const double *s, size_t n,
 		}
 	}
 	if (o->skip < 0)
-		skip = m >= 4 ? (m / 4 > 1 ? m / 4 : 1) : 0;
+		skip = m >= 4 ? (m / 2 < m - SCAR_BOUND_FIT_MIN ? m / 2 : m - SCAR_BOUND_FIT_MIN) : 0;
 	else
 		skip = (size_t)o->skip < m ? (size_t)o->skip : m;
 	first = skip;

@@ -85,10 +85,11 @@ double scar_bound_t_quantile(double prob, unsigned dof);
  * not finite, or s_k <= floor * max(s_1..s_k) ends the window there (the
  * float noise floor: steps that small are rounding, not contraction). Of the
  * points before it, the first `skip` are dropped as transient; skip < 0 means
- * automatic: a quarter of them, rounded down, but at least 1 when 4 or more
- * remain. Then log s_k = a + b k is fitted by least squares: c = exp(b).
+ * automatic: half of them, rounded down, but never leaving fewer than
+ * SCAR_BOUND_FIT_MIN (the slowest mode dominates the late steps, and it is the rate
+ * the bound needs). Then log s_k = a + b k is fitted by least squares: c = exp(b).
  */
-#define SCAR_BOUND_FIT_FLOOR 1e-5	/* default floor, relative to the largest step */
+#define SCAR_BOUND_FIT_FLOOR 1e-6	/* default floor, relative to the largest step */
 #define SCAR_BOUND_FIT_MIN 3		/* fewest points a fit accepts */
 
 struct scar_bound_fit_opts {
@@ -260,28 +261,36 @@ void scar_bound_check_release(struct scar_bound_check *out);
  *
  * Budget B = rows fraction written per iteration. A candidate writes a
  * fraction r = min(1, B * every) of the rows every `every` iterations, in a
- * round-robin cycle, so each row is rewritten every 1/B iterations. When a
- * failure at clock T loses a fraction phi of the rows (spread evenly over
- * the row groups; phi = 1 loses everything), a row group last saved a
- * iterations ago contributes the drift ||x(T) - x(T - a)|| <= (c^{T-a} +
- * c^T) D to delta, so relative to the current distance c^T D:
+ * round-robin cycle, so each row is rewritten every 1/B iterations. A
+ * failure at clock T loses a fraction phi of the rows (phi = 1: all). The
+ * row group last saved a iterations ago contributes its drift since then to
+ * delta; the whole state's drift over those a iterations is at most
  *
- *     rho = sqrt(phi * sum_groups w_g h(a_g)^2),  h(0) = 0, h(a) = 1 + c^-a
+ *     ||x(T) - x(T-a)|| <= min((c^{T-a} + c^T) D, s0 c^{T-a} (1 - c^a) / (1 - c))
  *
- * (rows assumed to share the drift evenly: w_g is the group's row fraction).
+ * (through x*; or summing the steps since, when steps contract by c from
+ * s0 = ||x(1) - x(0)||, which holds when f is c-Lipschitz),
+ * so relative to the current distance c^T D, with kappa = s0 / ((1 - c) D):
+ *
+ *     rho = sqrt(phi * sum_groups w_g h(a_g)^2),
+ *     h(0) = 0, h(a) = min(1 + c^-a, kappa (c^-a - 1))
+ *
+ * assuming rows share the drift evenly (w_g is the group's row fraction).
  * The expected bound on rework per failure is E[log(1 + rho)] / log(1/c),
  * over a failure time uniform on the checkpoint cycle (iters == 0: steady
  * state) or on clocks 1..iters (ages then cap at T: iteration 0 is saved).
- * D cancels. The traditional baseline (full checkpoint every 1/B, full
- * rollback) reworks the age of the last checkpoint.
+ * With phi = 1, r = 1 and kappa = 1 this is exactly the mean age, the cost
+ * of a traditional full rollback. The baseline (full checkpoint every 1/B,
+ * full rollback) reworks the age of the last checkpoint.
  */
 struct scar_bound_plan_opts {
 	double c;		/* (0, 1) */
-	double fail_rate;	/* failures per iteration, >= 0 */
-	double budget;		/* B in (0, 1] */
+	double fail_rate;	/* failures per iteration, in [0, 1] */
+	double budget;		/* B in [1e-6, 1] */
 	double lost_fraction;	/* phi in (0, 1] */
 	uint64_t iters;		/* 0 = steady state */
 	size_t max_points;	/* candidates; 0 = 256 */
+	double D, step0;	/* both > 0 set kappa = step0 / ((1 - c) D); else kappa = 1 */
 };
 
 struct scar_bound_plan_point {
@@ -296,6 +305,7 @@ struct scar_bound_plan {
 	struct scar_bound_plan_point *points;	/* owned: scar_bound_plan_release() */
 	size_t n;
 	size_t best;				/* index of the minimum iota */
+	double kappa;				/* as used */
 	/*
 	 * The baseline: a full checkpoint every round(1/B) iterations and full
 	 * rollback, whose rework per failure is exactly the age of the last

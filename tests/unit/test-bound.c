@@ -84,8 +84,8 @@ static void test_fit(void)
 	CHECK_NEAR(f.c, 0.8, 1e-13);
 	CHECK_NEAR(f.r2, 1, 1e-12);
 	CHECK_NEAR(f.se_slope, 0, 1e-12);
-	CHECK(f.skipped == 7 && f.n == 23);	/* automatic: a quarter of 30 */
-	CHECK_NEAR(f.k_first, 8, 0);
+	CHECK(f.skipped == 15 && f.n == 15);	/* automatic: half of 30 */
+	CHECK_NEAR(f.k_first, 16, 0);
 	CHECK_NEAR(f.k_last, 30, 0);
 	CHECK(f.stop == SCAR_BOUND_STOP_END);
 	CHECK_NEAR(f.s0, 1.6, 1e-15);
@@ -94,7 +94,7 @@ static void test_fit(void)
 	/* the noise floor ends the window: here from k = 21 */
 	for (int i = 20; i < 40; i++) {
 		k[i] = i + 1;
-		s[i] = 1e-7 * (1 + 0.3 * (i % 3));
+		s[i] = 1e-8 * (1 + 0.3 * (i % 3));
 	}
 	scar_bound_fit_opts_init(&o);
 	o.skip = 0;
@@ -194,21 +194,24 @@ static void test_cost(void)
 
 static void test_plan(void)
 {
-	struct scar_bound_plan_opts o = { 0.5, 0.01, 0.5, 1, 0, 0 };
+	struct scar_bound_plan_opts o = { 0.5, 0.01, 0.5, 1, 0, 0, 0, 0 };
 	struct scar_bound_plan p;
+	double h1;
 
 	/* budget 1/2: every 1 with r = 1/2 (ages 0 and 1), or every 2 with r = 1 */
 	CHECK_RC(scar_bound_plan(&o, &p, NULL));
 	CHECK(p.n == 2);
+	CHECK_NEAR(p.kappa, 1, 0);
 	CHECK(p.points[0].every == 1 && p.points[1].every == 2);
 	CHECK_NEAR(p.points[0].fraction, 0.5, 0);
-	/* rho = sqrt(1/2 * h(1)^2), h(1) = 1 + 2 = 3 */
-	CHECK_NEAR(p.points[0].mean_rho, 3 / sqrt(2), 1e-13);
-	CHECK_NEAR(p.points[0].iota, log(1 + 3 / sqrt(2)) / log(2), 1e-13);
-	/* every 2: half the failures find age 0 (rho 0), half age 1 (rho 3): iota (0 + 2) / 2 */
-	CHECK_NEAR(p.points[1].iota, 1, 1e-13);
-	CHECK_NEAR(p.points[1].rework, 0.01, 1e-15);
+	/* kappa 1: h(1) = min(1 + 2, 2 - 1) = 1, rho = sqrt(1/2 * 1) */
+	CHECK_NEAR(p.points[0].mean_rho, 1 / sqrt(2), 1e-13);
+	CHECK_NEAR(p.points[0].iota, log(1 + 1 / sqrt(2)) / log(2), 1e-13);
+	/* every 2: half the failures find age 0 (rho 0), half age 1 (rho 1): iota (0 + 1) / 2 */
+	CHECK_NEAR(p.points[1].iota, 0.5, 1e-13);
+	CHECK_NEAR(p.points[1].rework, 0.005, 1e-15);
 	CHECK(p.best == 1);
+	/* all lost, full checkpoints, kappa 1: the bound is the traditional rework */
 	CHECK(p.traditional.every == 2);
 	CHECK_NEAR(p.traditional.iota, 0.5, 0);
 	scar_bound_plan_release(&p);
@@ -216,19 +219,41 @@ static void test_plan(void)
 	/* over clocks 1..3, every 2: T = 1 (age 1 from the iteration-0 save), 2 (age 0), 3 (age 1) */
 	o.iters = 3;
 	CHECK_RC(scar_bound_plan(&o, &p, NULL));
-	CHECK_NEAR(p.points[1].iota, 4.0 / 3, 1e-13);
-	CHECK_NEAR(p.points[1].rework, 0.01 * 4, 1e-14);
+	CHECK_NEAR(p.points[1].iota, 2.0 / 3, 1e-13);
+	CHECK_NEAR(p.points[1].rework, 0.01 * 2, 1e-14);
 	/* every 1, r = 1/2: T = 1: half age 0, half age 1 (iteration 0); T = 2, 3: ages 0 and 1 */
-	CHECK_NEAR(p.points[0].iota, log(1 + 3 / sqrt(2)) / log(2), 1e-13);
+	CHECK_NEAR(p.points[0].iota, log(1 + 1 / sqrt(2)) / log(2), 1e-13);
 	CHECK_NEAR(p.traditional.iota, 2.0 / 3, 1e-15);	/* ages 1, 0, 1 */
 	scar_bound_plan_release(&p);
 
-	/* losing a quarter of the rows scales rho by 1/2 */
+	/* losing a quarter of the rows halves rho */
 	o.iters = 0;
 	o.lost_fraction = 0.25;
 	CHECK_RC(scar_bound_plan(&o, &p, NULL));
-	CHECK_NEAR(p.points[0].mean_rho, 1.5 / sqrt(2), 1e-13);
+	CHECK_NEAR(p.points[0].mean_rho, 0.5 / sqrt(2), 1e-13);
 	scar_bound_plan_release(&p);
+
+	/* kappa = s0 / ((1 - c) D) = 8: h(1) = min(3, 8) = 3, the bound through x* */
+	o.lost_fraction = 1;
+	o.D = 1;
+	o.step0 = 4;
+	CHECK_RC(scar_bound_plan(&o, &p, NULL));
+	CHECK_NEAR(p.kappa, 8, 1e-15);
+	CHECK_NEAR(p.points[0].mean_rho, 3 / sqrt(2), 1e-13);
+	scar_bound_plan_release(&p);
+	/* kappa 2 at c 0.9, age 3 (every 4, budget 1/4): h = min(1 + c^-3, 2 (c^-3 - 1)) */
+	o.c = 0.9;
+	o.budget = 0.25;
+	o.step0 = 0.2;
+	CHECK_RC(scar_bound_plan(&o, &p, NULL));
+	h1 = 2 * (pow(0.9, -3) - 1);
+	CHECK_NEAR(p.kappa, 2, 1e-12);
+	CHECK(p.n == 4 && p.points[3].every == 4);
+	CHECK_NEAR(p.points[3].iota, (log1p(2 * (pow(0.9, -1) - 1)) + log1p(2 * (pow(0.9, -2) - 1)) +
+				      log1p(h1)) / 4 / -log(0.9), 1e-12);
+	scar_bound_plan_release(&p);
+	o.c = 0.5;
+	o.D = o.step0 = 0;
 
 	/* a small budget: a grid that keeps both ends, budget respected */
 	o.budget = 0.001;

@@ -1,0 +1,830 @@
+/*
+ * scar-bound - the iteration-cost bound of SCAR: evaluate it, fit c and D
+ * from a training stream, hold an observed cost against it, plan checkpoints.
+ *
+ * `scar-bound COMMAND [options] [operands]`; each command is one cmd_*
+ * function over scar/bound.h. The getopt_long tables are the one source of
+ * options: --help, scar-bound(1) and the completions follow them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scar/bound.h"
+#include "scar/events.h"
+#include "cli.h"
+
+enum {
+	OPT_BUDGET = 256, OPT_C, OPT_D, OPT_DELTA, OPT_EPS, OPT_FAILURE_RATE, OPT_FLOOR,
+	OPT_ITERS, OPT_JSON, OPT_LOST_FRACTION, OPT_SKIP, OPT_STEP, OPT_T, OPT_TARGET, OPT_WINDOW,
+};
+
+static const struct option evaluate_opts[] = {
+	{ "c", required_argument, NULL, OPT_C },
+	{ "D", required_argument, NULL, OPT_D },
+	{ "delta", required_argument, NULL, OPT_DELTA },
+	{ "eps", required_argument, NULL, OPT_EPS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "T", required_argument, NULL, OPT_T },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option fit_opts[] = {
+	{ "floor", required_argument, NULL, OPT_FLOOR },
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "skip", required_argument, NULL, OPT_SKIP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option check_opts[] = {
+	{ "delta", required_argument, NULL, OPT_DELTA },
+	{ "eps", required_argument, NULL, OPT_EPS },
+	{ "floor", required_argument, NULL, OPT_FLOOR },
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "skip", required_argument, NULL, OPT_SKIP },
+	{ "target", required_argument, NULL, OPT_TARGET },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option plan_opts[] = {
+	{ "budget", required_argument, NULL, OPT_BUDGET },
+	{ "c", required_argument, NULL, OPT_C },
+	{ "D", required_argument, NULL, OPT_D },
+	{ "failure-rate", required_argument, NULL, OPT_FAILURE_RATE },
+	{ "help", no_argument, NULL, 'h' },
+	{ "iters", required_argument, NULL, OPT_ITERS },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "lost-fraction", required_argument, NULL, OPT_LOST_FRACTION },
+	{ "step", required_argument, NULL, OPT_STEP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option main_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const struct option *opts;
+	const char *synopsis;	/* after "scar-bound NAME" */
+	const char *summary;
+	const char *options;
+};
+
+static int cmd_check(int argc, char **argv);
+static int cmd_evaluate(int argc, char **argv);
+static int cmd_fit(int argc, char **argv);
+static int cmd_plan(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "check", cmd_check, check_opts,
+	  "[--delta X@T]... [--eps E] [--floor F] [--help] [--json] [--skip N]\n"
+	  "                        [--target F] [--window W] REFERENCE PERTURBED",
+	  "The observed iteration cost of a perturbed run beside its bound; exit 1 when it exceeds it.",
+	  "  --delta X@T     an extra perturbation of norm X after clock T (repeatable)\n"
+	  "  --eps E         also check the theorem: dist_opt <= E from clock K(E) on\n"
+	  "  --floor F       fit: noise floor relative to the largest step (default 1e-06)\n"
+	  "  --help          show this help and exit\n"
+	  "  --json          print one JSON object\n"
+	  "  --skip N        fit: transient steps to drop (default: half the window)\n"
+	  "  --target F      objective to reach (default: the reference's final one)\n"
+	  "  --window W      smooth objectives over W iterations (default 1)\n"
+	  "c and D are those `scar-bound fit REFERENCE` reports; the perturbations are\n"
+	  "PERTURBED's recovery records. One of the streams may be '-' (stdin).\n" },
+	{ "evaluate", cmd_evaluate, evaluate_opts,
+	  "--c C --D D [--delta X[@T]]... [--eps E] [--help] [--json] [--T T]",
+	  "The bound for contraction C, distance D and perturbations of norm X after clock T.",
+	  "  --c C           contraction rate, in (0, 1)\n"
+	  "  --D D           distance ||x(0) - x*|| of the start from the optimum\n"
+	  "  --delta X[@T]   a perturbation of norm X after clock T (default --T; repeatable)\n"
+	  "  --eps E         also the iterations K(E) guaranteed to reach ||x - x*|| <= E\n"
+	  "  --help          show this help and exit\n"
+	  "  --json          print one JSON object\n"
+	  "  --T T           clock of the perturbations without @T\n"
+	  "Without --delta, reads scar-diff's JSON on stdin: its \"l2\" is the norm and\n"
+	  "its \"iteration_a\" the clock, unless --T is given.\n" },
+	{ "fit", cmd_fit, fit_opts,
+	  "[--floor F] [--help] [--json] [--skip N] [STREAM | -]",
+	  "Estimate c and D from a scar-train event stream, with goodness of fit and a 95% interval.",
+	  "  --floor F       noise floor relative to the largest step (default 1e-06)\n"
+	  "  --help          show this help and exit\n"
+	  "  --json          print one JSON object\n"
+	  "  --skip N        transient steps to drop (default: half the window)\n"
+	  "Only iteration records before the first failure are used. The header's exact\n"
+	  "contraction (ridge) is used for c when present, and dist_opt at iteration 0\n"
+	  "for D; the fit is reported beside them.\n" },
+	{ "plan", cmd_plan, plan_opts,
+	  "--budget B --c C [--D D] --failure-rate P [--help] [--iters N] [--json]\n"
+	  "                       [--lost-fraction F] [--step S]",
+	  "The checkpoint interval and partial fraction minimising the expected bound on rework.",
+	  "  --budget B      rows fraction written per iteration, in (0, 1] (1/10 = a full\n"
+	  "                  checkpoint every 10 iterations)\n"
+	  "  --c C           contraction rate, in (0, 1)\n"
+	  "  --D D           distance ||x(0) - x*|| (with --step; alone it cancels)\n"
+	  "  --failure-rate P  failures per iteration, in [0, 1]\n"
+	  "  --help          show this help and exit\n"
+	  "  --iters N       average over failures at clocks 1..N (default: steady state)\n"
+	  "  --json          print one JSON object with the curve\n"
+	  "  --lost-fraction F  fraction of rows a failure loses (default 1)\n"
+	  "  --step S        first step ||x(1) - x(0)|| (default (1 - c) D, as fit bounds D)\n" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *current;
+
+static void command_help(const struct command *c)
+{
+	printf("usage: %s %s %s\n\n%s\n\n%s", cli_progname, c->name, c->synopsis, c->summary,
+	       c->options);
+	exit(0);
+}
+
+static void main_help(FILE *f)
+{
+	fprintf(f, "usage: %s COMMAND [OPTION...] [OPERAND...]\n"
+		"       %s help COMMAND\n"
+		"       %s --help | --version\n\n"
+		"The iteration-cost bound of SCAR: evaluate it, fit c and D, check and plan.\n\n"
+		"commands:\n", cli_progname, cli_progname, cli_progname);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n  --help          show this help and exit\n"
+		"  --version       show the version and exit\n\n"
+		"See '%s help COMMAND' and scar-bound(1).\n", cli_progname);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* getopt_long with the toolkit's messages; -1 at the end of the options */
+static int next_opt(int argc, char **argv)
+{
+	int c = getopt_long(argc, argv, ":h", current->opts, NULL);
+	const char *arg = argv[optind - 1];
+
+	if (c == '?') {
+		if (strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+			cli_usage_error("option '%.*s' takes no value",
+					(int)(strchr(arg, '=') - arg), arg);
+		if (strncmp(arg, "--", 2) == 0 || !optopt)
+			cli_usage_error("unknown option '%s'", arg);
+		cli_usage_error("unknown option '-%c'", optopt);
+	}
+	if (c == ':')
+		cli_usage_error("option '%s' needs a value", arg);
+	if (c == 'h')
+		command_help(current);
+	return c;
+}
+
+/* ---- output ---- */
+
+static void json_put(json_t *o, const char *k, json_t *v)
+{
+	if (!v || json_object_set_new(o, k, v) != 0)
+		cli_die("out of memory");
+}
+
+/* A real, or null when it is not finite (JSON has no infinity). */
+static json_t *jnum(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* A count that is a whole number: an integer in JSON. */
+static json_t *jint(double v)
+{
+	return isfinite(v) && fabs(v) < 9e15 ? json_integer((json_int_t)v) : json_null();
+}
+
+/*
+ * The shortest decimal that reads back as v (at most 17 digits), so 0.9
+ * prints as 0.9 and nothing is lost. Eight rotating buffers: a printf call
+ * may use up to eight.
+ */
+static const char *num(double v)
+{
+	static char buf[8][40];
+	static int next;
+	char *b = buf[next++ & 7];
+
+	for (int prec = 6; prec <= 17; prec++) {
+		snprintf(b, 40, "%.*g", prec, v);
+		if (strtod(b, NULL) == v || !isfinite(v))
+			break;
+	}
+	return b;
+}
+
+static void print_json(json_t *o)
+{
+	if (json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0)
+		cli_flush_stdout();
+	putchar('\n');
+	json_decref(o);
+}
+
+static void put_line(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put_line(const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%-18s ", key);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* ---- input ---- */
+
+static struct scar_events *read_stream(const char *path)
+{
+	struct scar_events *ev;
+	struct scar_error err;
+	FILE *f;
+	const char *name = cli_is_stdio(path) ? "-" : path;
+	int rc;
+
+	scar_error_clear(&err);
+	if (cli_is_stdio(path)) {
+		if (isatty(STDIN_FILENO))
+			cli_usage_error("no input: give an event stream, or pipe one into stdin");
+		f = stdin;
+	} else if (!(f = fopen(path, "r"))) {
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	}
+	rc = scar_events_read(f, name, &ev, &err);
+	if (f != stdin)
+		fclose(f);
+	if (rc) {
+		if (!err.file[0])
+			snprintf(err.file, sizeof(err.file), "%s", name);
+		cli_die_error(&err);
+	}
+	return ev;
+}
+
+/* --delta X[@T]; T < 0 means "not given" */
+static struct scar_bound_pert parse_delta(const char *s)
+{
+	struct scar_bound_pert p;
+	const char *at = strchr(s, '@');
+
+	if (at) {
+		char num[128];
+		size_t n = (size_t)(at - s);
+
+		if (n == 0 || n >= sizeof(num))
+			cli_usage_error("option '--delta': '%s' is not X@T", s);
+		memcpy(num, s, n);
+		num[n] = 0;
+		p.norm = cli_parse_double("--delta", num, 0, 1e300);
+		p.iter = (double)cli_parse_u64("--delta", at + 1, 0, UINT64_C(1) << 53);
+	} else {
+		p.norm = cli_parse_double("--delta", s, 0, 1e300);
+		p.iter = -1;
+	}
+	return p;
+}
+
+struct pert_list {
+	struct scar_bound_pert *v;
+	size_t n;
+};
+
+static void pert_push(struct pert_list *l, struct scar_bound_pert p)
+{
+	struct scar_bound_pert *nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+
+	if (!nv)
+		cli_die("out of memory");
+	l->v = nv;
+	l->v[l->n++] = p;
+}
+
+static json_t *pert_json(const struct scar_bound_pert *p, size_t n)
+{
+	json_t *a = json_array();
+
+	if (!a)
+		cli_die("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		if (!o)
+			cli_die("out of memory");
+		json_put(o, "norm", jnum(p[i].norm));
+		json_put(o, "iter", jint(p[i].iter));
+		if (json_array_append_new(a, o))
+			cli_die("out of memory");
+	}
+	return a;
+}
+
+/* ---- evaluate ---- */
+
+/* scar-diff's JSON on stdin: "l2" and "iteration_a", at the top or under "overall" */
+static void read_diff_json(struct pert_list *l, double T)
+{
+	json_error_t jerr;
+	json_t *o, *l2, *it, *sub;
+	struct scar_bound_pert p;
+
+	if (isatty(STDIN_FILENO))
+		cli_usage_error("no perturbation: give --delta, or pipe scar-diff's JSON into stdin");
+	o = json_loadf(stdin, JSON_DISABLE_EOF_CHECK, &jerr);
+	if (!o || !json_is_object(o))
+		cli_die("'-': line %d: not scar-diff's JSON: %s", jerr.line,
+			o ? "not an object" : jerr.text);
+	l2 = json_object_get(o, "l2");
+	sub = json_object_get(o, "overall");
+	if (!json_is_number(l2) && json_is_object(sub))
+		l2 = json_object_get(sub, "l2");
+	if (!json_is_number(l2))
+		cli_die("'-': scar-diff's JSON has no numeric \"l2\"");
+	it = json_object_get(o, "iteration_a");
+	p.norm = json_number_value(l2);
+	if (T >= 0)
+		p.iter = T;
+	else if (json_is_number(it))
+		p.iter = json_number_value(it);
+	else
+		cli_die("'-': no \"iteration_a\" in scar-diff's JSON; give --T");
+	if (!(p.norm >= 0) || !(p.iter >= 0))
+		cli_die("'-': \"l2\" or \"iteration_a\" is negative");
+	pert_push(l, p);
+	json_decref(o);
+}
+
+static int cmd_evaluate(int argc, char **argv)
+{
+	double c = NAN, D = NAN, eps = 0, T = -1;
+	int json = 0, opt;
+	struct pert_list l = { NULL, 0 };
+	struct scar_bound_eval e;
+	struct scar_error err;
+
+	while ((opt = next_opt(argc, argv)) != -1) {
+		switch (opt) {
+		case OPT_C: c = cli_parse_double("--c", optarg, 0, 1); break;
+		case OPT_D: D = cli_parse_double("--D", optarg, 0, 1e300); break;
+		case OPT_DELTA: pert_push(&l, parse_delta(optarg)); break;
+		case OPT_EPS: eps = cli_parse_double("--eps", optarg, 1e-300, 1e300); break;
+		case OPT_JSON: json = 1; break;
+		case OPT_T: T = (double)cli_parse_u64("--T", optarg, 0, UINT64_C(1) << 53); break;
+		}
+	}
+	if (optind < argc)
+		cli_usage_error("unexpected operand '%s'", argv[optind]);
+	if (isnan(c))
+		cli_usage_error("missing --c");
+	if (isnan(D))
+		cli_usage_error("missing --D");
+	if (!(c > 0 && c < 1))
+		cli_usage_error("option '--c': %.17g is not in (0, 1)", c);
+	if (!(D > 0))
+		cli_usage_error("option '--D': %.17g is not positive", D);
+	if (l.n == 0)
+		read_diff_json(&l, T);
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.v[i].iter >= 0)
+			continue;
+		if (T < 0)
+			cli_usage_error("option '--delta': %.17g has no @T and there is no --T",
+					l.v[i].norm);
+		l.v[i].iter = T;
+	}
+	scar_error_clear(&err);
+	if (scar_bound_evaluate(c, D, l.v, l.n, eps, &e, &err))
+		cli_die_error(&err);
+	if (json) {
+		json_t *o = json_object();
+
+		if (!o)
+			cli_die("out of memory");
+		json_put(o, "c", json_real(c));
+		json_put(o, "D", json_real(D));
+		json_put(o, "perturbations", pert_json(l.v, l.n));
+		json_put(o, "relative", jnum(e.rel));
+		json_put(o, "log_envelope", jnum(e.log_envelope));
+		json_put(o, "iota", jnum(e.iota));
+		json_put(o, "eps", eps > 0 ? json_real(eps) : json_null());
+		json_put(o, "k_unperturbed", jint(e.k_unperturbed));
+		json_put(o, "k_max", jint(e.k_max));
+		print_json(o);
+	} else {
+		put_line("c", "%s", num(c));
+		put_line("D", "%s", num(D));
+		for (size_t i = 0; i < l.n; i++)
+			put_line("delta", "%s at iteration %.0f", num(l.v[i].norm), l.v[i].iter);
+		put_line("relative", "%s", num(e.rel));
+		put_line("iota_bound", "%s", num(e.iota));
+		if (eps > 0) {
+			put_line("eps", "%s", num(eps));
+			put_line("k_unperturbed", "%.0f", e.k_unperturbed);
+			put_line("k_max", "%.0f", e.k_max);
+		}
+	}
+	free(l.v);
+	return 0;
+}
+
+/* ---- fit ---- */
+
+static void fit_options(int opt, struct scar_bound_fit_opts *fo)
+{
+	if (opt == OPT_FLOOR)
+		fo->floor = cli_parse_double("--floor", optarg, 0, 0.999999);
+	else if (opt == OPT_SKIP)
+		fo->skip = (long)cli_parse_u64("--skip", optarg, 0, 1000000000);
+}
+
+static json_t *fit_json(const struct scar_bound_stream *s)
+{
+	json_t *o = json_object(), *f = json_object();
+	const struct scar_bound_fit *ft = &s->fit;
+
+	if (!o || !f)
+		cli_die("out of memory");
+	json_put(o, "c", json_real(s->c));
+	json_put(o, "c_source", json_string(s->c_source));
+	json_put(o, "D", json_real(s->D));
+	json_put(o, "d_source", json_string(s->d_source));
+	json_put(o, "header_contraction", jnum(s->header_contraction));
+	json_put(o, "dist_opt0", jnum(s->dist_opt0));
+	json_put(o, "iterations", json_integer((json_int_t)s->iterations));
+	json_put(f, "ok", json_boolean(s->fit_ok));
+	json_put(f, "n", json_integer((json_int_t)ft->n));
+	json_put(f, "skipped", json_integer((json_int_t)ft->skipped));
+	json_put(f, "k_first", ft->n ? jint(ft->k_first) : json_null());
+	json_put(f, "k_last", ft->n ? jint(ft->k_last) : json_null());
+	json_put(f, "stop", json_string(scar_bound_stop_name(ft->stop)));
+	json_put(f, "c", s->fit_ok ? jnum(ft->c) : json_null());
+	json_put(f, "c_lo", s->fit_ok ? jnum(ft->c_lo) : json_null());
+	json_put(f, "c_hi", s->fit_ok ? jnum(ft->c_hi) : json_null());
+	json_put(f, "slope", s->fit_ok ? jnum(ft->slope) : json_null());
+	json_put(f, "se_slope", s->fit_ok ? jnum(ft->se_slope) : json_null());
+	json_put(f, "r2", s->fit_ok ? jnum(ft->r2) : json_null());
+	json_put(f, "s0", jnum(ft->s0));
+	json_put(f, "d_upper", s->fit_ok ? jnum(ft->d_upper) : json_null());
+	json_put(f, "d_upper_hi", s->fit_ok ? jnum(ft->d_upper_hi) : json_null());
+	json_put(o, "fit", f);
+	return o;
+}
+
+static void fit_text(const struct scar_bound_stream *s)
+{
+	const struct scar_bound_fit *f = &s->fit;
+
+	if (strcmp(s->c_source, "header") == 0)
+		put_line("c", "%s (exact, from the stream's header)", num(s->c));
+	else
+		put_line("c", "%s (fitted)", num(s->c));
+	if (s->fit_ok) {
+		put_line("fit_c", "%s, 95%% interval [%s, %s]", num(f->c), num(f->c_lo), num(f->c_hi));
+		put_line("fit_r2", "%s", num(f->r2));
+		put_line("fit_se_log_c", "%s", num(f->se_slope));
+	} else {
+		put_line("fit_c", "none (too few step norms in the window)");
+	}
+	put_line("fit_window", "iterations %.0f..%.0f, %zu points (%zu transient dropped), ended by %s",
+		 f->k_first, f->k_last, f->n, f->skipped, scar_bound_stop_name(f->stop));
+	if (strcmp(s->d_source, "dist_opt") == 0)
+		put_line("D", "%s (exact, dist_opt at iteration 0)", num(s->D));
+	else
+		put_line("D", "%s (upper bound s0 / (1 - c))", num(s->D));
+	if (s->fit_ok && isfinite(f->d_upper))
+		put_line("fit_D_upper", "%s (s0 / (1 - fitted c); %s with the interval's upper c)",
+			 num(f->d_upper), num(f->d_upper_hi));
+	put_line("iterations", "%zu records used", s->iterations);
+}
+
+static int cmd_fit(int argc, char **argv)
+{
+	struct scar_bound_fit_opts fo;
+	struct scar_bound_stream s;
+	struct scar_events *ev;
+	struct scar_error err;
+	const char *path;
+	int json = 0, opt;
+
+	scar_bound_fit_opts_init(&fo);
+	while ((opt = next_opt(argc, argv)) != -1) {
+		if (opt == OPT_JSON)
+			json = 1;
+		else
+			fit_options(opt, &fo);
+	}
+	if (argc - optind > 1)
+		cli_usage_error("unexpected operand '%s'", argv[optind + 1]);
+	path = optind < argc ? argv[optind] : "-";
+	ev = read_stream(path);
+	scar_error_clear(&err);
+	if (scar_bound_fit_events(ev, cli_is_stdio(path) ? "-" : path, &fo, &s, &err))
+		cli_die_error(&err);
+	if (json)
+		print_json(fit_json(&s));
+	else
+		fit_text(&s);
+	scar_events_free(ev);
+	return 0;
+}
+
+/* ---- check ---- */
+
+static int cmd_check(int argc, char **argv)
+{
+	struct scar_bound_check_opts co;
+	struct scar_bound_check ck;
+	struct scar_events *ref, *pert;
+	struct scar_error err;
+	struct pert_list extra = { NULL, 0 };
+	int json = 0, opt, status;
+	const char *rp, *pp;
+
+	scar_bound_check_opts_init(&co);
+	while ((opt = next_opt(argc, argv)) != -1) {
+		switch (opt) {
+		case OPT_DELTA: {
+			struct scar_bound_pert p = parse_delta(optarg);
+
+			if (p.iter < 0)
+				cli_usage_error("option '--delta': '%s' needs @T here", optarg);
+			pert_push(&extra, p);
+			break;
+		}
+		case OPT_EPS: co.eps = cli_parse_double("--eps", optarg, 1e-300, 1e300); break;
+		case OPT_JSON: json = 1; break;
+		case OPT_TARGET: co.target = cli_parse_double("--target", optarg, -1e300, 1e300); break;
+		case OPT_WINDOW: co.window = (size_t)cli_parse_u64("--window", optarg, 1, 1000000); break;
+		default: fit_options(opt, &co.fit); break;
+		}
+	}
+	if (argc - optind < 2)
+		cli_usage_error("check needs REFERENCE and PERTURBED streams");
+	if (argc - optind > 2)
+		cli_usage_error("unexpected operand '%s'", argv[optind + 2]);
+	rp = argv[optind];
+	pp = argv[optind + 1];
+	if (cli_is_stdio(rp) && cli_is_stdio(pp))
+		cli_usage_error("only one of REFERENCE and PERTURBED can be '-'");
+	ref = read_stream(rp);
+	pert = read_stream(pp);
+	co.extra = extra.v;
+	co.nextra = extra.n;
+	scar_error_clear(&err);
+	if (scar_bound_check_events(ref, rp, pert, pp, &co, &ck, &err))
+		cli_die_error(&err);
+	status = ck.exceeded || ck.theorem == 0 ? EXIT_NO : 0;
+	if (ck.undecided)
+		status = EXIT_TROUBLE;
+	if (json) {
+		json_t *o = json_object();
+
+		if (!o)
+			cli_die("out of memory");
+		json_put(o, "c", json_real(ck.ref.c));
+		json_put(o, "c_source", json_string(ck.ref.c_source));
+		json_put(o, "D", json_real(ck.ref.D));
+		json_put(o, "d_source", json_string(ck.ref.d_source));
+		json_put(o, "perturbations", pert_json(ck.pert, ck.npert));
+		json_put(o, "relative", jnum(ck.bound.rel));
+		json_put(o, "bound", jnum(ck.bound.iota));
+		json_put(o, "target", jnum(ck.cost.target));
+		json_put(o, "window", json_integer((json_int_t)co.window));
+		json_put(o, "reference_iter", jint(ck.cost.reference_iter));
+		json_put(o, "perturbed_iter", jint(ck.cost.perturbed_iter));
+		json_put(o, "observed", jint(ck.cost.cost));
+		json_put(o, "censored", json_boolean(ck.cost.censored));
+		json_put(o, "exceeded", json_boolean(ck.exceeded));
+		json_put(o, "ratio", ck.cost.cost > 0 ? jnum(ck.bound.iota / ck.cost.cost) : json_null());
+		json_put(o, "envelope_max", jnum(ck.envelope_max));
+		json_put(o, "envelope_iter", jint(ck.envelope_iter));
+		json_put(o, "eps", co.eps > 0 ? json_real(co.eps) : json_null());
+		json_put(o, "k_max", jint(ck.bound.k_max));
+		json_put(o, "settle_eps", jint(ck.settle_eps));
+		json_put(o, "theorem", ck.theorem < 0 ? json_null() : json_boolean(ck.theorem));
+		print_json(o);
+	} else {
+		put_line("c", "%s (%s)", num(ck.ref.c), ck.ref.c_source);
+		put_line("D", "%s (%s)", num(ck.ref.D), ck.ref.d_source);
+		for (size_t i = 0; i < ck.npert; i++)
+			put_line("delta", "%s at iteration %.0f", num(ck.pert[i].norm), ck.pert[i].iter);
+		put_line("target", "%s (window %zu)", num(ck.cost.target), co.window);
+		put_line("reference_iter", "%.0f", ck.cost.reference_iter);
+		put_line("perturbed_iter", "%.0f%s", ck.cost.perturbed_iter,
+			 ck.cost.censored ? " (censored: not reached by the end)" : "");
+		put_line("observed", "%s%.0f", ck.cost.censored ? ">= " : "", ck.cost.cost);
+		put_line("bound", "%s", num(ck.bound.iota));
+		put_line("verdict", "%s", ck.exceeded ? "observed cost exceeds the bound"
+			 : ck.undecided ? "undecided (censored below the bound)"
+			 : "within the bound");
+		if (!isnan(ck.envelope_max))
+			put_line("envelope_max", "%s at iteration %.0f", num(ck.envelope_max),
+				 ck.envelope_iter);
+		if (co.eps > 0) {
+			put_line("k_max", "%.0f (eps %s)", ck.bound.k_max, num(co.eps));
+			if (ck.theorem < 0 && isnan(ck.settle_eps))
+				put_line("theorem", "unchecked (no dist_opt in the perturbed stream)");
+			else
+				put_line("theorem", "%s (settles at %.0f)",
+					 ck.theorem == 1 ? "holds" : ck.theorem == 0 ? "VIOLATED"
+					 : "undecided (stream ends before K)", ck.settle_eps);
+		}
+	}
+	if (ck.undecided)
+		cli_warn("'%s' never reaches the target %.17g: the observed cost is at least %.0f",
+			 pp, ck.cost.target, ck.cost.cost);
+	if (ck.theorem == 0)
+		cli_warn("'%s' violates the theorem: dist_opt > %.17g after K = %.0f iterations",
+			 pp, co.eps, ck.bound.k_max);
+	scar_bound_check_release(&ck);
+	scar_events_free(ref);
+	scar_events_free(pert);
+	free(extra.v);
+	return status;
+}
+
+/* ---- plan ---- */
+
+static void scar_train_flags(char *buf, size_t n, const struct scar_bound_plan_point *p,
+			     double budget)
+{
+	unsigned long long C = (unsigned long long)llround(1 / budget);
+
+	if (C < 1)
+		C = 1;
+	if (p->fraction >= 1 || p->every >= C)
+		snprintf(buf, n, "--policy full --interval %llu", (unsigned long long)p->every);
+	else
+		snprintf(buf, n, "--policy round-robin --interval %llu --fraction %llu/%llu", C,
+			 (unsigned long long)p->every, C);
+}
+
+static json_t *point_json(const struct scar_bound_plan_point *p)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		cli_die("out of memory");
+	json_put(o, "every", json_integer((json_int_t)p->every));
+	json_put(o, "fraction", json_real(p->fraction));
+	json_put(o, "mean_rho", jnum(p->mean_rho));
+	json_put(o, "iota", jnum(p->iota));
+	json_put(o, "rework", jnum(p->rework));
+	return o;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+	struct scar_bound_plan_opts po = { NAN, NAN, NAN, 1, 0, 0, 0, 0 };
+	struct scar_bound_plan pl;
+	struct scar_error err;
+	double D = NAN;
+	int json = 0, opt;
+	char flags[160];
+	const struct scar_bound_plan_point *b;
+
+	while ((opt = next_opt(argc, argv)) != -1) {
+		switch (opt) {
+		case OPT_BUDGET: po.budget = cli_parse_fraction("--budget", optarg); break;
+		case OPT_C: po.c = cli_parse_double("--c", optarg, 0, 1); break;
+		case OPT_D: D = cli_parse_double("--D", optarg, 0, 1e300); break;
+		case OPT_FAILURE_RATE:
+			po.fail_rate = cli_parse_double("--failure-rate", optarg, 0, 1);
+			break;
+		case OPT_ITERS: po.iters = cli_parse_u64("--iters", optarg, 1, 100000000); break;
+		case OPT_JSON: json = 1; break;
+		case OPT_LOST_FRACTION:
+			po.lost_fraction = cli_parse_fraction("--lost-fraction", optarg);
+			break;
+		case OPT_STEP: po.step0 = cli_parse_double("--step", optarg, 0, 1e300); break;
+		}
+	}
+	if (optind < argc)
+		cli_usage_error("unexpected operand '%s'", argv[optind]);
+	if (isnan(po.budget))
+		cli_usage_error("missing --budget");
+	if (isnan(po.c))
+		cli_usage_error("missing --c");
+	if (isnan(po.fail_rate))
+		cli_usage_error("missing --failure-rate");
+	if (!(po.c > 0 && po.c < 1))
+		cli_usage_error("option '--c': %.17g is not in (0, 1)", po.c);
+	if (po.budget < 1e-6)
+		cli_usage_error("option '--budget': %.17g is below 1e-06", po.budget);
+	if (po.step0 > 0 && !(D > 0))
+		cli_usage_error("option '--step' needs --D");
+	po.D = D > 0 ? D : 0;
+	scar_error_clear(&err);
+	if (scar_bound_plan(&po, &pl, &err))
+		cli_die_error(&err);
+	b = &pl.points[pl.best];
+	scar_train_flags(flags, sizeof(flags), b, po.budget);
+	if (json) {
+		json_t *o = json_object(), *a = json_array();
+
+		if (!o || !a)
+			cli_die("out of memory");
+		json_put(o, "c", json_real(po.c));
+		json_put(o, "D", jnum(D));
+		json_put(o, "budget", json_real(po.budget));
+		json_put(o, "failure_rate", json_real(po.fail_rate));
+		json_put(o, "lost_fraction", json_real(po.lost_fraction));
+		json_put(o, "iters", po.iters ? json_integer((json_int_t)po.iters) : json_null());
+		json_put(o, "step", po.step0 > 0 ? json_real(po.step0) : json_null());
+		json_put(o, "kappa", json_real(pl.kappa));
+		for (size_t i = 0; i < pl.n; i++)
+			if (json_array_append_new(a, point_json(&pl.points[i])))
+				cli_die("out of memory");
+		json_put(o, "points", a);
+		json_put(o, "best", point_json(b));
+		json_put(o, "traditional", point_json(&pl.traditional));
+		json_put(o, "scar_train", json_string(flags));
+		print_json(o);
+	} else {
+		printf("# c %s, budget %s rows/iteration, failure rate %s, lost fraction %s, kappa %s, %s\n",
+		       num(po.c), num(po.budget), num(po.fail_rate), num(po.lost_fraction), num(pl.kappa),
+		       po.iters ? "failures at clocks 1..iters" : "steady state");
+		printf("# iota: expected bound on rework per failure (iterations); rework: %s\n",
+		       po.iters ? "expected total over the run" : "expected per iteration");
+		printf("%8s %-20s %-20s %-20s %s\n", "every", "fraction", "mean_rho", "iota", "rework");
+		for (size_t i = 0; i < pl.n; i++) {
+			const struct scar_bound_plan_point *p = &pl.points[i];
+
+			printf("%8llu %-20s %-20s %-20s %s%s\n", (unsigned long long)p->every,
+			       num(p->fraction), num(p->mean_rho), num(p->iota), num(p->rework),
+			       i == pl.best ? "  <- best" : "");
+		}
+		printf("best: fraction %s every %llu iterations: %s iterations per failure"
+		       " (scar-train %s)\n", num(b->fraction), (unsigned long long)b->every, num(b->iota),
+		       flags);
+		printf("traditional: full checkpoint every %llu, full rollback: %s iterations per"
+		       " failure, rework %s\n", (unsigned long long)pl.traditional.every,
+		       num(pl.traditional.iota), num(pl.traditional.rework));
+	}
+	scar_bound_plan_release(&pl);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd;
+	int c;
+
+	cli_init("scar-bound");
+	opterr = 0;
+	if (argc < 2) {
+		main_help(stderr);
+		return EXIT_TROUBLE;
+	}
+	if (argv[1][0] == '-') {
+		while ((c = getopt_long(argc, argv, "+:hV", main_opts, NULL)) != -1) {
+			if (c == 'h') {
+				main_help(stdout);
+				return 0;
+			}
+			if (c == 'V')
+				cli_version();
+			if (strncmp(argv[optind - 1], "--", 2) == 0 || !optopt)
+				cli_usage_error("unknown option '%s'", argv[optind - 1]);
+			cli_usage_error("unknown option '-%c'", optopt);
+		}
+		if (optind >= argc)
+			cli_usage_error("missing command");
+		cli_usage_error("options go after the command: '%s'", argv[optind]);
+	}
+	if (strcmp(argv[1], "help") == 0) {
+		if (argc == 2) {
+			main_help(stdout);
+			return 0;
+		}
+		if (argc > 3 || !(cmd = find_command(argv[2])))
+			cli_usage_error("unknown command '%s'", argv[2]);
+		command_help(cmd);
+	}
+	cmd = find_command(argv[1]);
+	if (!cmd)
+		cli_usage_error("unknown command '%s'", argv[1]);
+	current = cmd;
+	return cmd->run(argc - 1, argv + 1);
+}
