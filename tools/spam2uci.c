@@ -629,5 +629,21 @@ int main(int argc, char **argv)
 	finish_output(fv, tv, vocab_path);
 	if (fd)
 		finish_output(fd, td, docs_path);
+	/* Free everything so that leak checkers (make valgrind-check) see no leak. */
+	free(cand);
+	for (size_t i = 0; i < ps.n; i++)
+		free(ps.v[i]);
+	free(ps.v);
+	for (size_t i = 0; i < g.nw; i++)
+		free(g.w[i].s);
+	for (size_t i = 0; i < g.ndocs; i++) {
+		free(g.docs[i].path);
+		free(g.docs[i].group);
+	}
+	free(g.w);
+	free(g.slot);
+	free(g.pairs);
+	free(g.docs);
+	free(g.tok);
 	return 0;
 }
