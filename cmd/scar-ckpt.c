@@ -1,0 +1,1908 @@
+/*
+ * scar-ckpt - inspect, verify, convert, merge and extract scar checkpoints.
+ *
+ * A git-style front end over scar/ckpt.h: `scar-ckpt COMMAND [options]
+ * [operands]`. Every command is one cmd_* function: parse options, call the
+ * library, report. The getopt_long tables below are the one source of the
+ * options; --help, scar-ckpt(1) and the completions follow them (a bats test
+ * holds them to it).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scar/ckpt.h"
+#include "scar/shard.h"
+#include "scar/tensor.h"
+#include "cli.h"
+
+enum {
+	OPT_COMPRESS = 256, OPT_DTYPE, OPT_FORMAT, OPT_ITERATION, OPT_JSON, OPT_LEVEL,
+	OPT_MODEL, OPT_NAME, OPT_NO_COMPRESS, OPT_NO_SYNC, OPT_ROLE, OPT_ROWS, OPT_SHAPE,
+	OPT_SHARD, OPT_SHARDS, OPT_TENSOR,
+};
+
+/* ---- the option tables ---- */
+
+static const struct option info_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option verify_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option export_opts[] = {
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "rows", required_argument, NULL, OPT_ROWS },
+	{ "shard", required_argument, NULL, OPT_SHARD },
+	{ "tensor", required_argument, NULL, OPT_TENSOR },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option import_opts[] = {
+	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "help", no_argument, NULL, 'h' },
+	{ "iteration", required_argument, NULL, OPT_ITERATION },
+	{ "model", required_argument, NULL, OPT_MODEL },
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
+	{ "output", required_argument, NULL, 'o' },
+	{ "role", required_argument, NULL, OPT_ROLE },
+	{ "shape", required_argument, NULL, OPT_SHAPE },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option apply_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
+	{ "output", required_argument, NULL, 'o' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option convert_opts[] = {
+	{ "compress", no_argument, NULL, OPT_COMPRESS },
+	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "help", no_argument, NULL, 'h' },
+	{ "level", required_argument, NULL, OPT_LEVEL },
+	{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
+	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option ls_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct option main_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* ---- commands and their help ---- */
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis;	/* after "scar-ckpt NAME" */
+	const char *summary;
+	const char *options;
+};
+
+static int cmd_apply(int argc, char **argv);
+static int cmd_convert(int argc, char **argv);
+static int cmd_export(int argc, char **argv);
+static int cmd_import(int argc, char **argv);
+static int cmd_info(int argc, char **argv);
+static int cmd_ls(int argc, char **argv);
+static int cmd_verify(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "apply", cmd_apply,
+	  "[--help] [--no-sync] [-o OUT] BASE [PARTIAL...]",
+	  "Apply partial checkpoints, oldest first, onto a full base: the saved view.",
+	  "  --help          show this help and exit\n"
+	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
+	  "  -o, --output OUT  write the full checkpoint to OUT (default stdout)\n"
+	  "A directory operand stands for all its checkpoints; when BASE is a\n"
+	  "directory its oldest full checkpoint is the base.\n" },
+	{ "convert", cmd_convert,
+	  "[--compress | --no-compress] [--dtype f32|f64] [--help] [--level N]\n"
+	  "                         [--no-sync] [--shards S] IN OUT",
+	  "Rewrite a checkpoint: compression, float precision, shard count.",
+	  "  --compress      LZ4-compress the sections (default)\n"
+	  "  --dtype f32|f64 convert floating-point tensors to this type\n"
+	  "  --help          show this help and exit\n"
+	  "  --level N       LZ4 level: 1 fast (default), 2..12 LZ4HC\n"
+	  "  --no-compress   store sections raw with a CRC-32C\n"
+	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
+	  "  --shards S      split parameter rows into S shards\n"
+	  "IN and OUT may be '-' for stdin and stdout, and may be the same file.\n" },
+	{ "export", cmd_export,
+	  "[--format raw|npy|json] [--help] [-o OUT] [--rows A:B] [--shard N]\n"
+	  "                        [--tensor NAME] [FILE | -]",
+	  "Write a tensor's present rows as raw little-endian bytes, .npy or JSON.",
+	  "  --format F      raw, npy or json (default: from OUT's suffix, else raw)\n"
+	  "  --help          show this help and exit\n"
+	  "  -o, --output OUT  write to OUT (default stdout)\n"
+	  "  --rows A:B      only rows A..B-1 (A or B may be left out)\n"
+	  "  --shard N       only the rows of shard N\n"
+	  "  --tensor NAME   the tensor to export (needed when there are several)\n" },
+	{ "import", cmd_import,
+	  "[--dtype T --shape A,B,...] [--help] [--iteration N] [--model M]\n"
+	  "                        [--name NAME] [--no-sync] [--role param|state] [--shards S]\n"
+	  "                        -o OUT FILE...",
+	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE.",
+	  "  --dtype T       element type: f32 f64 i32 u32 i64 u64 u8 (raw input;\n"
+	  "                  converts .npy input)\n"
+	  "  --help          show this help and exit\n"
+	  "  --iteration N   the checkpoint's iteration (default 0)\n"
+	  "  --model M       the model name (default none)\n"
+	  "  --name NAME     tensor name (one FILE only; default FILE's base name)\n"
+	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
+	  "  -o, --output OUT  the new checkpoint ('-' for stdout)\n"
+	  "  --role R        param (default) or state\n"
+	  "  --shape A,B,... the shape of raw input\n"
+	  "  --shards S      parameter shards (default 1)\n" },
+	{ "info", cmd_info,
+	  "[--help] [--json] [FILE | -]",
+	  "Show metadata, the tensor table and per-section sizes.",
+	  "  --help          show this help and exit\n"
+	  "  --json          print one JSON object\n" },
+	{ "ls", cmd_ls,
+	  "[--help] [--json] DIR",
+	  "List the checkpoints of a directory: iteration, kind, size, path.",
+	  "  --help          show this help and exit\n"
+	  "  --json          print one JSON object\n" },
+	{ "verify", cmd_verify,
+	  "[--help] [-q] [FILE... | -]",
+	  "Check structure and every checksum; exit 0 intact, 1 damaged, 2 unreadable.",
+	  "  --help          show this help and exit\n"
+	  "  -q, --quiet     say nothing about intact files\n" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *current;
+
+static void command_usage(FILE *f, const struct command *c)
+{
+	fprintf(f, "usage: %s %s %s\n", cli_progname, c->name, c->synopsis);
+}
+
+static void command_help(const struct command *c)
+{
+	command_usage(stdout, c);
+	printf("\n%s\n\n%s", c->summary, c->options);
+	exit(0);
+}
+
+static void main_help(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: %s COMMAND [OPTION...] [OPERAND...]\n"
+		"       %s help COMMAND\n"
+		"       %s --help | --version\n\n"
+		"Inspect, verify, convert, merge and extract scar checkpoints.\n"
+		"'-' or a missing operand is stdin or stdout.\n\ncommands:\n",
+		cli_progname, cli_progname, cli_progname);
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n  --help          show this help and exit\n"
+		"  --version       show the version and exit\n\n"
+		"See '%s help COMMAND' and scar-ckpt(1).\n", cli_progname);
+}
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* getopt_long with our messages; returns -1 at the end of the options. */
+static int next_opt(int argc, char **argv, const char *shortopts,
+		    const struct option *lo)
+{
+	int c = getopt_long(argc, argv, shortopts, lo, NULL);
+	const char *arg = argv[optind - 1];
+
+	if (c == '?') {
+		if (strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
+			cli_usage_error("option '%.*s' takes no value",
+					(int)(strchr(arg, '=') - arg), arg);
+		if (strncmp(arg, "--", 2) == 0 || !optopt)
+			cli_usage_error("unknown option '%s'", arg);
+		cli_usage_error("unknown option '-%c'", optopt);
+	}
+	if (c == ':')
+		cli_usage_error("option '%s' needs a value", arg);
+	if (c == 'h')
+		command_help(current);
+	return c;
+}
+
+/* ---- small helpers ---- */
+
+static int is_damage(int code)
+{
+	return code == SCAR_ECORRUPT || code == SCAR_ETRUNC || code == SCAR_EFORMAT ||
+	       code == SCAR_EVERSION;
+}
+
+/* Print a library error, naming path when the library did not. */
+static void warn_err(const char *path, struct scar_error *e)
+{
+	if (!e->file[0] && path)
+		snprintf(e->file, sizeof(e->file), "%s", path);
+	if (e->code == SCAR_EIO && e->errno_value == EPIPE)
+		exit(EXIT_TROUBLE);
+	cli_warn_error(e);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		cli_die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		cli_die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+/* The input operand: "-" (stdin) when absent; stdin must not be a terminal. */
+static const char *input_path(const char *operand)
+{
+	if (cli_is_stdio(operand)) {
+		cli_refuse_tty_stdin();
+		return "-";
+	}
+	return operand;
+}
+
+static double ratio(uint64_t raw, uint64_t stored)
+{
+	return stored ? (double)raw / (double)stored : 0.0;
+}
+
+static void json_put(json_t *o, const char *k, json_t *v)
+{
+	if (!v || json_object_set_new(o, k, v) != 0)
+		cli_die("out of memory");
+}
+
+static void print_json(json_t *o)
+{
+	if (json_dumpf(o, stdout, JSON_COMPACT) != 0)
+		cli_flush_stdout();
+	putchar('\n');
+}
+
+static const char *kind_name(int partial)
+{
+	return partial ? "partial" : "full";
+}
+
+/* ---- output files: temporary file + rename, or stdout ---- */
+
+/* Nonzero unless path exists and is not a regular file (a device, a FIFO). */
+static int is_regular_target(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) != 0 || S_ISREG(sb.st_mode);
+}
+
+struct outfile {
+	FILE *f;
+	const char *path;
+	char *tmp;
+};
+
+static void out_open(struct outfile *o, const char *path)
+{
+	const char *slash;
+	size_t dlen;
+	int fd;
+
+	o->path = path;
+	o->tmp = NULL;
+	if (cli_is_stdio(path)) {
+		o->f = stdout;
+		return;
+	}
+	if (!is_regular_target(path)) {
+		/* /dev/null, a FIFO: write to it; renaming over it would be wrong. */
+		o->f = fopen(path, "wb");
+		if (!o->f)
+			cli_die("cannot open '%s': %s", path, strerror(errno));
+		return;
+	}
+	slash = strrchr(path, '/');
+	dlen = slash ? (size_t)(slash - path) + 1 : 0;
+	o->tmp = xmalloc(strlen(path) + 16);
+	sprintf(o->tmp, "%.*s.%s.tmp.XXXXXX", (int)dlen, path, path + dlen);
+	fd = mkstemp(o->tmp);
+	if (fd < 0)
+		cli_die("cannot create '%s': %s", path, strerror(errno));
+	{
+		mode_t mask = umask(0);
+
+		umask(mask);
+		fchmod(fd, 0666 & ~mask);	/* as if made by open(2), not mkstemp's 0600 */
+	}
+	o->f = fdopen(fd, "wb");
+	if (!o->f)
+		cli_die("cannot open '%s': %s", o->tmp, strerror(errno));
+}
+
+/* Finish: rename into place, or remove the temporary file when ok is 0. */
+static int out_close(struct outfile *o, int ok)
+{
+	if (o->f == stdout) {
+		cli_flush_stdout();
+		return ok ? 0 : -1;
+	}
+	if (!o->tmp) {
+		if (fclose(o->f) != 0 && ok) {
+			cli_warn("cannot write '%s': %s", o->path, strerror(errno));
+			ok = 0;
+		}
+		return ok ? 0 : -1;
+	}
+	if (fflush(o->f) != 0 || ferror(o->f)) {
+		if (ok)
+			cli_warn("cannot write '%s': %s", o->path, strerror(errno));
+		ok = 0;
+	}
+	if (fclose(o->f) != 0 && ok) {
+		cli_warn("cannot write '%s': %s", o->path, strerror(errno));
+		ok = 0;
+	}
+	if (ok && rename(o->tmp, o->path) != 0) {
+		cli_warn("cannot rename to '%s': %s", o->path, strerror(errno));
+		ok = 0;
+	}
+	if (!ok)
+		unlink(o->tmp);
+	free(o->tmp);
+	return ok ? 0 : -1;
+}
+
+static void refuse_tty_out(const char *path)
+{
+	if (cli_is_stdio(path))
+		cli_refuse_binary_tty();
+}
+
+/* ---- info ---- */
+
+static void shape_text(char *buf, size_t n, int ndim, const uint64_t *shape)
+{
+	size_t used = 0;
+	int i;
+
+	buf[0] = 0;
+	if (ndim == 0) {
+		snprintf(buf, n, "scalar");
+		return;
+	}
+	for (i = 0; i < ndim && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%llu", i ? "x" : "",
+					 (unsigned long long)shape[i]);
+}
+
+static json_t *shape_json(int ndim, const uint64_t *shape)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; i < ndim; i++)
+		json_array_append_new(a, json_integer((json_int_t)shape[i]));
+	return a;
+}
+
+static void info_text(const char *path, const struct scar_ckpt_info *in,
+		      const struct scar_ckpt_section_info *secs, size_t nsec,
+		      const uint64_t *traw, const uint64_t *tstored, uint64_t file_bytes)
+{
+	const json_t *extra = json_object_get(in->meta, "extra");
+	uint64_t raw = 0, stored = 0;
+	char *cfg, shape[160];
+	int w = 6;
+	size_t i;
+
+	for (i = 0; i < in->ntensors; i++) {
+		int l = (int)strlen(in->tensors[i].name);
+		raw += traw[i];
+		stored += tstored[i];
+		if (l > w)
+			w = l;
+	}
+	cfg = in->config ? json_dumps(in->config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	printf("file:       %s\n", path);
+	printf("version:    %d\n", in->version);
+	printf("model:      %s\n", in->model[0] ? in->model : "-");
+	printf("iteration:  %llu\n", (unsigned long long)in->iteration);
+	printf("kind:       %s\n", kind_name(in->partial));
+	printf("shards:     %u\n", in->shards);
+	if (cfg && strlen(cfg) > 200)
+		printf("config:     %.197s...\n", cfg);
+	else
+		printf("config:     %s\n", cfg ? cfg : "{}");
+	free(cfg);
+	if (extra && json_object_size(extra)) {
+		cfg = json_dumps(extra, JSON_COMPACT | JSON_SORT_KEYS);
+		if (cfg && strlen(cfg) > 200)
+			printf("extra:      %.197s...\n", cfg);
+		else
+			printf("extra:      %s\n", cfg ? cfg : "{}");
+		free(cfg);
+	}
+	printf("tensors:    %zu\n", in->ntensors);
+	printf("sections:   %zu\n", nsec);
+	printf("bytes:      %llu in file, %llu raw, %llu stored (ratio %.2f)\n\n",
+	       (unsigned long long)file_bytes, (unsigned long long)raw,
+	       (unsigned long long)stored, ratio(raw, stored));
+
+	printf("%-*s  %-5s  %-5s  %-16s  %13s  %6s  %12s  %12s  %5s\n", w, "tensor", "dtype",
+	       "role", "shape", "present/rows", "shards", "raw", "stored", "ratio");
+	for (i = 0; i < in->ntensors; i++) {
+		const struct scar_ckpt_tensor_info *t = &in->tensors[i];
+		char pr[48];
+
+		shape_text(shape, sizeof(shape), t->ndim, t->shape);
+		snprintf(pr, sizeof(pr), "%llu/%llu", (unsigned long long)t->rows_present,
+			 (unsigned long long)t->rows);
+		printf("%-*s  %-5s  %-5s  %-16s  %13s  %6u  %12llu  %12llu  %5.2f\n", w, t->name,
+		       scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?",
+		       scar_role_name(t->role) ? scar_role_name(t->role) : "?", shape, pr,
+		       t->shards, (unsigned long long)traw[i], (unsigned long long)tstored[i],
+		       ratio(traw[i], tstored[i]));
+	}
+	if (!nsec)
+		return;
+	printf("\n%7s  %-*s  %5s  %10s  %12s  %12s  %12s  %5s  %s\n", "section", w, "tensor",
+	       "shard", "rows", "offset", "raw", "stored", "ratio", "codec");
+	for (i = 0; i < nsec; i++) {
+		const struct scar_ckpt_section_info *s = &secs[i];
+		const char *name = s->tensor < in->ntensors ? in->tensors[s->tensor].name : "?";
+
+		printf("%7zu  %-*s  %5u  %10llu  %12llu  %12llu  %12llu  %5.2f  %s\n", i, w, name,
+		       s->shard, (unsigned long long)s->nrows, (unsigned long long)s->offset,
+		       (unsigned long long)s->raw_len, (unsigned long long)s->stored_len,
+		       ratio(s->raw_len, s->stored_len), s->compressed ? "lz4" : "raw");
+	}
+}
+
+static void info_json(const char *path, const struct scar_ckpt_info *in,
+		      const struct scar_ckpt_section_info *secs, size_t nsec,
+		      const uint64_t *traw, const uint64_t *tstored, uint64_t file_bytes)
+{
+	json_t *o = json_object(), *ts = json_array(), *ss = json_array();
+	const json_t *extra = json_object_get(in->meta, "extra");
+	uint64_t raw = 0, stored = 0;
+	size_t i;
+
+	if (!o || !ts || !ss)
+		cli_die("out of memory");
+	for (i = 0; i < in->ntensors; i++) {
+		const struct scar_ckpt_tensor_info *t = &in->tensors[i];
+		json_t *jt = json_object();
+
+		raw += traw[i];
+		stored += tstored[i];
+		json_put(jt, "name", json_string(t->name));
+		json_put(jt, "dtype", json_string(scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?"));
+		json_put(jt, "role", json_string(scar_role_name(t->role) ? scar_role_name(t->role) : "?"));
+		json_put(jt, "shape", shape_json(t->ndim, t->shape));
+		json_put(jt, "rows", json_integer((json_int_t)t->rows));
+		json_put(jt, "rows_present", json_integer((json_int_t)t->rows_present));
+		json_put(jt, "shards", json_integer(t->shards));
+		json_put(jt, "raw_bytes", json_integer((json_int_t)traw[i]));
+		json_put(jt, "stored_bytes", json_integer((json_int_t)tstored[i]));
+		json_array_append_new(ts, jt);
+	}
+	for (i = 0; i < nsec; i++) {
+		const struct scar_ckpt_section_info *s = &secs[i];
+		json_t *js = json_object();
+
+		json_put(js, "section", json_integer((json_int_t)i));
+		json_put(js, "tensor", json_string(s->tensor < in->ntensors ?
+						   in->tensors[s->tensor].name : "?"));
+		json_put(js, "shard", json_integer(s->shard));
+		json_put(js, "rows", json_integer((json_int_t)s->nrows));
+		json_put(js, "offset", json_integer((json_int_t)s->offset));
+		json_put(js, "raw_bytes", json_integer((json_int_t)s->raw_len));
+		json_put(js, "stored_bytes", json_integer((json_int_t)s->stored_len));
+		json_put(js, "compressed", json_boolean(s->compressed));
+		json_array_append_new(ss, js);
+	}
+	json_put(o, "file", json_string(path));
+	json_put(o, "version", json_integer(in->version));
+	json_put(o, "model", json_string(in->model));
+	json_put(o, "iteration", json_integer((json_int_t)in->iteration));
+	json_put(o, "kind", json_string(kind_name(in->partial)));
+	json_put(o, "shards", json_integer(in->shards));
+	json_put(o, "config", in->config ? json_deep_copy(in->config) : json_object());
+	json_put(o, "extra", extra ? json_deep_copy(extra) : json_object());
+	json_put(o, "file_bytes", json_integer((json_int_t)file_bytes));
+	json_put(o, "raw_bytes", json_integer((json_int_t)raw));
+	json_put(o, "stored_bytes", json_integer((json_int_t)stored));
+	json_put(o, "tensors", ts);
+	json_put(o, "sections", ss);
+	print_json(o);
+	json_decref(o);
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	struct scar_ckpt_section_info *secs = NULL;
+	const struct scar_ckpt_info *in;
+	struct scar_ckpt_reader *r = NULL;
+	struct scar_ckpt_section sec;
+	struct scar_error e;
+	uint64_t *traw = NULL, *tstored = NULL;
+	size_t nsec = 0, cap = 0;
+	const char *path;
+	int json = 0, c, rc, status = 0;
+
+	while ((c = next_opt(argc, argv, ":h", info_opts)) != -1)
+		if (c == OPT_JSON)
+			json = 1;
+	if (argc - optind > 1)
+		cli_usage_error("too many operands");
+	path = input_path(argv[optind]);
+
+	scar_error_clear(&e);
+	rc = scar_ckpt_reader_open(&r, path, &e);
+	if (rc < 0) {
+		warn_err(path, &e);
+		return EXIT_TROUBLE;
+	}
+	in = scar_ckpt_reader_info(r);
+	traw = calloc(in->ntensors + 1, sizeof(*traw));
+	tstored = calloc(in->ntensors + 1, sizeof(*tstored));
+	if (!traw || !tstored)
+		cli_die("out of memory");
+	/* Decode every section: info reports only what it has checked. */
+	while ((rc = scar_ckpt_reader_next(r, &sec, &e)) == 1) {
+		if (nsec == cap) {
+			cap = cap ? 2 * cap : 64;
+			secs = xrealloc(secs, cap * sizeof(*secs));
+		}
+		secs[nsec++] = sec.info;
+		if (sec.info.tensor < in->ntensors) {
+			traw[sec.info.tensor] += sec.info.raw_len;
+			tstored[sec.info.tensor] += sec.info.stored_len;
+		}
+	}
+	if (rc < 0) {
+		warn_err(path, &e);
+		status = EXIT_TROUBLE;
+	} else if (json) {
+		info_json(path, in, secs, nsec, traw, tstored, scar_ckpt_reader_offset(r));
+	} else {
+		info_text(path, in, secs, nsec, traw, tstored, scar_ckpt_reader_offset(r));
+	}
+	scar_ckpt_reader_close(r);
+	free(secs);
+	free(traw);
+	free(tstored);
+	return status;
+}
+
+/* ---- verify ---- */
+
+static int cmd_verify(int argc, char **argv)
+{
+	int quiet = 0, c, status = 0, i;
+
+	while ((c = next_opt(argc, argv, ":hq", verify_opts)) != -1)
+		if (c == 'q')
+			quiet = 1;
+	for (i = optind; i < argc || i == optind; i++) {
+		const char *path = input_path(i < argc ? argv[i] : NULL);
+		struct scar_error e;
+		int rc;
+
+		scar_error_clear(&e);
+		rc = scar_ckpt_verify(path, &e);
+		if (rc == 0) {
+			if (!quiet)
+				printf("%s: ok\n", path);
+			continue;
+		}
+		warn_err(path, &e);
+		if (is_damage(rc)) {
+			if (status < EXIT_NO)
+				status = EXIT_NO;
+		} else {
+			status = EXIT_TROUBLE;
+		}
+		if (i >= argc)
+			break;
+	}
+	return status;
+}
+
+/* ---- export ---- */
+
+enum format { FMT_NONE, FMT_RAW, FMT_NPY, FMT_JSON };
+
+static enum format parse_format(const char *s)
+{
+	if (strcmp(s, "raw") == 0)
+		return FMT_RAW;
+	if (strcmp(s, "npy") == 0)
+		return FMT_NPY;
+	if (strcmp(s, "json") == 0)
+		return FMT_JSON;
+	cli_usage_error("option '--format': '%s' is not raw, npy or json", s);
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* "A:B", "A:", ":B" or ":" ; B is exclusive. */
+static void parse_rows(const char *s, uint64_t *a, uint64_t *b)
+{
+	const char *colon = strchr(s, ':');
+	char buf[32];
+	size_t n;
+
+	if (!colon)
+		cli_usage_error("option '--rows': '%s' is not A:B", s);
+	n = (size_t)(colon - s);
+	if (n >= sizeof(buf))
+		cli_usage_error("option '--rows': '%s' is not A:B", s);
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	*a = n ? cli_parse_u64("--rows", buf, 0, UINT64_MAX) : 0;
+	*b = colon[1] ? cli_parse_u64("--rows", colon + 1, 0, UINT64_MAX) : UINT64_MAX;
+	if (*b < *a)
+		cli_usage_error("option '--rows': '%s' ends before it starts", s);
+}
+
+static const char *npy_descr(enum scar_dtype t)
+{
+	switch (t) {
+	case SCAR_F32: return "<f4";
+	case SCAR_F64: return "<f8";
+	case SCAR_I32: return "<i4";
+	case SCAR_U32: return "<u4";
+	case SCAR_I64: return "<i8";
+	case SCAR_U64: return "<u8";
+	case SCAR_U8: return "|u1";
+	}
+	return NULL;
+}
+
+/* NPY format 1.0: magic, version, u16 header length, a padded Python dict. */
+static void npy_header(FILE *f, enum scar_dtype t, int ndim, const uint64_t *shape)
+{
+	char dict[512];
+	size_t n, total;
+	int i;
+
+	n = (size_t)snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (",
+			     npy_descr(t));
+	/* Python's tuple repr: (3,) for one dimension, (3, 4) for more. */
+	for (i = 0; i < ndim; i++)
+		n += (size_t)snprintf(dict + n, sizeof(dict) - n, "%s%llu%s", i ? ", " : "",
+				      (unsigned long long)shape[i], ndim == 1 ? "," : "");
+	n += (size_t)snprintf(dict + n, sizeof(dict) - n, "), }");
+	total = (10 + n + 1 + 63) / 64 * 64;
+	while (10 + n + 1 < total)
+		dict[n++] = ' ';
+	dict[n++] = '\n';
+	fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+	fputc((int)(n & 0xff), f);
+	fputc((int)(n >> 8), f);
+	fwrite(dict, 1, n, f);
+}
+
+static void json_value(FILE *f, enum scar_dtype t, const unsigned char *p)
+{
+	switch (t) {
+	case SCAR_F32: {
+		float v;
+		memcpy(&v, p, sizeof(v));
+		if (isfinite(v))
+			fprintf(f, "%.9g", (double)v);
+		else
+			fputs("null", f);
+		break;
+	}
+	case SCAR_F64: {
+		double v;
+		memcpy(&v, p, sizeof(v));
+		if (isfinite(v))
+			fprintf(f, "%.17g", v);
+		else
+			fputs("null", f);
+		break;
+	}
+	case SCAR_I32: {
+		int32_t v;
+		memcpy(&v, p, sizeof(v));
+		fprintf(f, "%ld", (long)v);
+		break;
+	}
+	case SCAR_U32: {
+		uint32_t v;
+		memcpy(&v, p, sizeof(v));
+		fprintf(f, "%lu", (unsigned long)v);
+		break;
+	}
+	case SCAR_I64: {
+		int64_t v;
+		memcpy(&v, p, sizeof(v));
+		fprintf(f, "%lld", (long long)v);
+		break;
+	}
+	case SCAR_U64: {
+		uint64_t v;
+		memcpy(&v, p, sizeof(v));
+		fprintf(f, "%llu", (unsigned long long)v);
+		break;
+	}
+	case SCAR_U8:
+		fprintf(f, "%u", (unsigned)*p);
+		break;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Copy the selected rows of one decoded section into their places in out. */
+static void place_rows(const struct scar_ckpt_section *sec, const uint64_t *sel, uint64_t nsel,
+		       unsigned char *out, size_t rb, uint64_t *placed)
+{
+	const unsigned char *src = sec->data;
+	uint64_t i;
+
+	for (i = 0; i < sec->info.nrows; i++) {
+		const uint64_t *hit = bsearch(&sec->rows[i], sel, nsel, sizeof(*sel), cmp_u64);
+
+		if (hit) {
+			memcpy(out + (size_t)(hit - sel) * rb, src + i * rb, rb);
+			(*placed)++;
+		}
+	}
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	const char *out_path = NULL, *tname = NULL, *path;
+	const struct scar_ckpt_tensor_info *t = NULL;
+	const struct scar_ckpt_info *in;
+	struct scar_ckpt_reader *r = NULL;
+	struct scar_ckpt_section sec;
+	struct scar_error e;
+	enum format fmt = FMT_NONE;
+	uint64_t a = 0, b = UINT64_MAX, shard = UINT64_MAX, nsel = 0, placed = 0, i;
+	uint64_t *sel = NULL, shape[SCAR_MAX_DIMS];
+	unsigned char *buf = NULL;
+	struct outfile o;
+	size_t k, rb, elem;
+	int c, rc, status = EXIT_TROUBLE, ndim;
+	uint32_t tk = 0, S;
+
+	while ((c = next_opt(argc, argv, ":ho:", export_opts)) != -1) {
+		switch (c) {
+		case OPT_FORMAT: fmt = parse_format(optarg); break;
+		case 'o': out_path = optarg; break;
+		case OPT_ROWS: parse_rows(optarg, &a, &b); break;
+		case OPT_SHARD: shard = cli_parse_u64("--shard", optarg, 0, SCAR_MAX_SHARDS - 1); break;
+		case OPT_TENSOR: tname = optarg; break;
+		}
+	}
+	if (argc - optind > 1)
+		cli_usage_error("too many operands");
+	if (fmt == FMT_NONE)
+		fmt = out_path && has_suffix(out_path, ".npy") ? FMT_NPY :
+		      out_path && has_suffix(out_path, ".json") ? FMT_JSON : FMT_RAW;
+	if (fmt != FMT_JSON)
+		refuse_tty_out(out_path);
+	path = input_path(argv[optind]);
+
+	scar_error_clear(&e);
+	if (scar_ckpt_reader_open(&r, path, &e) < 0) {
+		warn_err(path, &e);
+		return EXIT_TROUBLE;
+	}
+	in = scar_ckpt_reader_info(r);
+	for (k = 0; k < in->ntensors; k++)
+		if (tname ? strcmp(in->tensors[k].name, tname) == 0 : in->ntensors == 1)
+			break;
+	if (k == in->ntensors) {
+		if (tname)
+			cli_warn("no tensor '%s' in '%s'", tname, path);
+		else
+			cli_warn("'%s' has %zu tensors: choose one with --tensor", path, in->ntensors);
+		goto out;
+	}
+	t = &in->tensors[k];
+	tk = (uint32_t)k;
+	S = t->role == SCAR_ROLE_PARAM ? in->shards : 1;
+	if (b == UINT64_MAX)
+		b = t->rows;
+	if (b > t->rows) {
+		cli_warn("rows %llu:%llu out of range for tensor '%s' (%llu rows) in '%s'",
+			 (unsigned long long)a, (unsigned long long)b, t->name,
+			 (unsigned long long)t->rows, path);
+		goto out;
+	}
+	if (shard != UINT64_MAX && shard >= S) {
+		cli_warn("no shard %llu of tensor '%s' in '%s' (%u shards)",
+			 (unsigned long long)shard, t->name, path, S);
+		goto out;
+	}
+
+	/* The selected rows: present, in [a, b), in the shard; ascending. */
+	for (k = 0; k < t->nranges; k++) {
+		uint64_t lo = t->ranges[k][0], hi = lo + t->ranges[k][1];
+
+		lo = lo > a ? lo : a;
+		hi = hi < b ? hi : b;
+		if (lo < hi)
+			nsel += hi - lo;
+	}
+	sel = xmalloc((size_t)nsel * sizeof(*sel));
+	nsel = 0;
+	for (k = 0; k < t->nranges; k++) {
+		uint64_t lo = t->ranges[k][0], hi = lo + t->ranges[k][1];
+
+		lo = lo > a ? lo : a;
+		hi = hi < b ? hi : b;
+		for (i = lo; i < hi; i++)
+			if (shard == UINT64_MAX || scar_shard_of_row(i, S) == shard)
+				sel[nsel++] = i;
+	}
+	elem = scar_dtype_size(t->dtype);
+	rb = elem;
+	for (k = 1; k < (size_t)t->ndim; k++)
+		rb *= (size_t)t->shape[k];
+	if (rb && nsel > SIZE_MAX / rb)
+		cli_die("out of memory");
+	buf = xmalloc((size_t)nsel * rb);
+
+	if (nsel) {
+		const struct scar_ckpt_section_info *idx;
+		int n = scar_ckpt_reader_index(r, &idx, &e);
+
+		if (n >= 0) {
+			/* Seekable: decode only this tensor's sections. */
+			for (k = 0; k < S; k++) {
+				if (shard != UINT64_MAX && k != shard)
+					continue;
+				rc = scar_ckpt_reader_section(r, tk, (uint32_t)k, &sec, &e);
+				if (rc == SCAR_ENOTFOUND)
+					continue;
+				if (rc < 0) {
+					warn_err(path, &e);
+					goto out;
+				}
+				place_rows(&sec, sel, nsel, buf, rb, &placed);
+			}
+		} else if (n == SCAR_EUNSUPPORTED) {
+			scar_error_clear(&e);
+			while ((rc = scar_ckpt_reader_next(r, &sec, &e)) == 1)
+				if (sec.info.tensor == tk)
+					place_rows(&sec, sel, nsel, buf, rb, &placed);
+			if (rc < 0) {
+				warn_err(path, &e);
+				goto out;
+			}
+		} else {
+			warn_err(path, &e);
+			goto out;
+		}
+		if (placed != nsel) {
+			cli_warn("'%s': tensor '%s': %llu of %llu rows missing from its sections",
+				 path, t->name, (unsigned long long)(nsel - placed),
+				 (unsigned long long)nsel);
+			goto out;
+		}
+	}
+
+	/* The exported array: nsel rows of the tensor's row shape (a scalar stays one). */
+	ndim = t->ndim;
+	memcpy(shape, t->shape, sizeof(shape));
+	if (ndim == 0 && nsel != 1) {
+		ndim = 1;
+		shape[0] = nsel;
+	} else if (ndim > 0) {
+		shape[0] = nsel;
+	}
+	out_open(&o, out_path);
+	if (fmt == FMT_NPY)
+		npy_header(o.f, t->dtype, ndim, shape);
+	if (fmt == FMT_RAW || fmt == FMT_NPY) {
+		fwrite(buf, 1, (size_t)nsel * rb, o.f);
+	} else {
+		json_t *js = json_string(t->name);
+		int d;
+
+		fputs("{\"tensor\":", o.f);
+		json_dumpf(js, o.f, JSON_ENCODE_ANY);
+		json_decref(js);
+		fprintf(o.f, ",\"dtype\":\"%s\",\"shape\":[", scar_dtype_name(t->dtype));
+		for (d = 0; d < ndim; d++)
+			fprintf(o.f, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
+		fputs("],\"rows\":[", o.f);
+		for (i = 0; i < nsel; i++)
+			fprintf(o.f, "%s%llu", i ? "," : "", (unsigned long long)sel[i]);
+		fputs("],\"data\":[", o.f);
+		for (i = 0; i < nsel; i++) {
+			size_t j;
+
+			fputs(i ? ",[" : "[", o.f);
+			for (j = 0; j < rb / (elem ? elem : 1); j++) {
+				if (j)
+					fputc(',', o.f);
+				json_value(o.f, t->dtype, buf + i * rb + j * elem);
+			}
+			fputc(']', o.f);
+		}
+		fputs("]}\n", o.f);
+	}
+	status = out_close(&o, 1) == 0 ? 0 : EXIT_TROUBLE;
+out:
+	scar_ckpt_reader_close(r);
+	free(sel);
+	free(buf);
+	return status;
+}
+
+/* ---- import ---- */
+
+static int read_full(int fd, void *buf, size_t n)
+{
+	unsigned char *p = buf;
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(fd, p + got, n - got > (1u << 30) ? (1u << 30) : n - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (int)(got == n);	/* 1 all, 0 short */
+}
+
+/* Everything left on fd, in a buffer that grows with what actually arrives. */
+static unsigned char *read_rest(int fd, size_t *len, const char *name)
+{
+	size_t cap = 1 << 20, n = 0;
+	unsigned char *p = xmalloc(cap);
+
+	for (;;) {
+		ssize_t k;
+
+		if (n == cap) {
+			cap *= 2;
+			p = xrealloc(p, cap);
+		}
+		k = read(fd, p + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			cli_die("cannot read '%s': %s", name, strerror(errno));
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	*len = n;
+	return p;
+}
+
+static void parse_shape(const char *s, int *ndim, uint64_t *shape)
+{
+	char buf[256], *tok, *save = NULL;
+
+	if (strlen(s) >= sizeof(buf))
+		cli_usage_error("option '--shape': '%s' is too long", s);
+	strcpy(buf, s);
+	*ndim = 0;
+	if (strcmp(s, "scalar") == 0)
+		return;
+	for (tok = strtok_r(buf, ",x", &save); tok; tok = strtok_r(NULL, ",x", &save)) {
+		if (*ndim == SCAR_MAX_DIMS)
+			cli_usage_error("option '--shape': more than %d dimensions", SCAR_MAX_DIMS);
+		shape[(*ndim)++] = cli_parse_u64("--shape", tok, 0, UINT64_MAX >> 1);
+	}
+	if (*ndim == 0)
+		cli_usage_error("option '--shape': '%s' has no dimensions", s);
+}
+
+/* Parse an NPY header dict; fills dtype, ndim, shape and byte-swap need. Returns 0 or -1. */
+static int npy_parse_dict(const char *d, enum scar_dtype *t, int *swap, int *ndim,
+			  uint64_t *shape, const char **why)
+{
+	static const struct { char kind; int size; enum scar_dtype t; } map[] = {
+		{ 'f', 4, SCAR_F32 }, { 'f', 8, SCAR_F64 }, { 'i', 4, SCAR_I32 },
+		{ 'u', 4, SCAR_U32 }, { 'i', 8, SCAR_I64 }, { 'u', 8, SCAR_U64 },
+		{ 'u', 1, SCAR_U8 },
+	};
+	const char *p, *q;
+	size_t i;
+
+	*why = "no 'descr'";
+	p = strstr(d, "'descr'");
+	if (!p || !(p = strchr(p + 7, '\'')))
+		return -1;
+	p++;
+	*why = "unsupported dtype";
+	if (!(*p == '<' || *p == '>' || *p == '|' || *p == '=') || !p[1] || !p[2])
+		return -1;
+	*swap = *p == '>';
+	*t = 0;
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (p[1] == map[i].kind && p[2] == '0' + map[i].size && p[3] == '\'')
+			*t = map[i].t;
+	if (!*t)
+		return -1;
+	if (scar_dtype_size(*t) == 1)
+		*swap = 0;
+	*why = "Fortran order is not supported";
+	p = strstr(d, "'fortran_order'");
+	if (!p || !strstr(p, "False") || (strstr(p, "True") && strstr(p, "True") < strstr(p, "False")))
+		return -1;
+	*why = "no 'shape'";
+	p = strstr(d, "'shape'");
+	if (!p || !(p = strchr(p, '(')) || !(q = strchr(p, ')')))
+		return -1;
+	*ndim = 0;
+	for (p++; p < q;) {
+		char *end;
+		unsigned long long v;
+
+		while (p < q && (*p == ' ' || *p == ','))
+			p++;
+		if (p >= q)
+			break;
+		*why = "bad 'shape'";
+		if (*ndim == SCAR_MAX_DIMS || *p < '0' || *p > '9')
+			return -1;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (errno || end > q)
+			return -1;
+		shape[(*ndim)++] = v;
+		p = end;
+	}
+	return 0;
+}
+
+static void bswap_data(void *data, size_t n, size_t size)
+{
+	unsigned char *p = data;
+	size_t i, j;
+
+	for (i = 0; i < n; i++, p += size)
+		for (j = 0; j < size / 2; j++) {
+			unsigned char x = p[j];
+			p[j] = p[size - 1 - j];
+			p[size - 1 - j] = x;
+		}
+}
+
+static uint64_t elems_of(int ndim, const uint64_t *shape)
+{
+	uint64_t n = 1;
+	int i;
+
+	for (i = 0; i < ndim; i++) {
+		if (shape[i] && n > UINT64_MAX / shape[i])
+			return UINT64_MAX;
+		n *= shape[i];
+	}
+	return n;
+}
+
+struct import_opts {
+	enum scar_dtype dtype;
+	int ndim;		/* -1 when --shape was not given */
+	uint64_t shape[SCAR_MAX_DIMS];
+	enum scar_role role;
+};
+
+/* Convert t to dtype (any to any through double), replacing *tp. */
+static void convert_tensor(struct scar_tensor **tp, enum scar_dtype dtype)
+{
+	struct scar_tensor *t = *tp, *n;
+	struct scar_error e;
+	uint64_t i, count = scar_tensor_elems(t);
+
+	scar_error_clear(&e);
+	if (scar_tensor_new(&n, t->name, dtype, t->role, t->ndim, t->shape, &e) < 0)
+		cli_die_error(&e);
+	if (t->dtype == SCAR_F32 && dtype == SCAR_F64) {
+		const float *s = t->data;
+		double *d = n->data;
+		for (i = 0; i < count; i++)
+			d[i] = s[i];
+	} else if (t->dtype == SCAR_F64 && dtype == SCAR_F32) {
+		const double *s = t->data;
+		float *d = n->data;
+		for (i = 0; i < count; i++)
+			d[i] = (float)s[i];
+	} else {
+		for (i = 0; i < count; i++)
+			scar_tensor_set(n, i, scar_tensor_get(t, i));
+	}
+	if (t->present) {
+		if (scar_tensor_init_present(n, 0, &e) < 0)
+			cli_die_error(&e);
+		memcpy(n->present, t->present, (size_t)scar_tensor_rows(t));
+	}
+	scar_tensor_free(t);
+	*tp = n;
+}
+
+static struct scar_tensor *import_file(const char *path, const char *name,
+				       const struct import_opts *io)
+{
+	const char *why = NULL;
+	unsigned char head[10], *rest = NULL;
+	enum scar_dtype dtype = io->dtype;
+	uint64_t shape[SCAR_MAX_DIMS];
+	struct scar_tensor *t = NULL;
+	struct scar_error e;
+	size_t rest_len = 0, hlen = 0, bytes, off = 0;
+	int fd, is_reg, npy = 0, swap = 0, ndim = io->ndim, rc, stdin_in = strcmp(path, "-") == 0;
+	struct stat st;
+	char *dict = NULL;
+	uint64_t fsize = 0;
+
+	fd = stdin_in ? STDIN_FILENO : open(path, O_RDONLY);
+	if (fd < 0) {
+		cli_warn("cannot open '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		cli_warn("cannot read '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		cli_warn("cannot read '%s': %s", path, strerror(EISDIR));
+		goto fail;
+	}
+	is_reg = S_ISREG(st.st_mode);
+	fsize = (uint64_t)st.st_size;
+	memcpy(shape, io->shape, sizeof(shape));
+	if (!is_reg) {
+		rest = read_rest(fd, &rest_len, path);
+		fsize = rest_len;
+	}
+	/* An .npy file starts with "\x93NUMPY"; anything else is raw. */
+	if (fsize >= 10) {
+		if (is_reg) {
+			rc = read_full(fd, head, 10);
+			if (rc < 0) {
+				cli_warn("cannot read '%s': %s", path, strerror(errno));
+				goto fail;
+			}
+		} else {
+			memcpy(head, rest, 10);
+		}
+		npy = memcmp(head, "\x93NUMPY", 6) == 0;
+		if (!npy && is_reg && lseek(fd, 0, SEEK_SET) != 0) {
+			cli_warn("cannot read '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+	}
+	if (npy) {
+		uint64_t n_el;
+		enum scar_dtype ft;
+
+		if (head[6] == 1) {
+			hlen = head[8] | (size_t)head[9] << 8;
+			off = 10;
+		} else if (head[6] == 2 || head[6] == 3) {
+			unsigned char x[2];
+			if (is_reg ? read_full(fd, x, 2) != 1 : rest_len < 12) {
+				why = "truncated header";
+				goto bad;
+			}
+			if (!is_reg)
+				memcpy(x, rest + 10, 2);
+			hlen = head[8] | (size_t)head[9] << 8 | (size_t)x[0] << 16 | (size_t)x[1] << 24;
+			off = 12;
+		} else {
+			why = "unsupported NPY version";
+			goto bad;
+		}
+		if (hlen > (1u << 20) || off + hlen > fsize) {
+			why = "bad header length";
+			goto bad;
+		}
+		dict = xmalloc(hlen + 1);
+		if (is_reg ? read_full(fd, dict, hlen) != 1 : 0) {
+			why = "truncated header";
+			goto bad;
+		}
+		if (!is_reg)
+			memcpy(dict, rest + off, hlen);
+		dict[hlen] = 0;
+		off += hlen;
+		if (npy_parse_dict(dict, &ft, &swap, &ndim, shape, &why) < 0)
+			goto bad;
+		if (io->ndim >= 0 && (io->ndim != ndim ||
+				      memcmp(io->shape, shape, (size_t)ndim * sizeof(*shape)))) {
+			cli_warn("'%s': shape does not match --shape", path);
+			goto fail;
+		}
+		n_el = elems_of(ndim, shape);
+		if (n_el == UINT64_MAX || n_el > (fsize - off) / scar_dtype_size(ft) ||
+		    n_el * scar_dtype_size(ft) != fsize - off) {
+			why = "data length does not match the shape";
+			goto bad;
+		}
+		dtype = ft;
+	} else {
+		uint64_t n_el;
+
+		if (!dtype || io->ndim < 0) {
+			cli_warn("raw input '%s' needs --dtype and --shape", path);
+			goto fail;
+		}
+		n_el = elems_of(ndim, shape);
+		if (n_el == UINT64_MAX || n_el > fsize / scar_dtype_size(dtype) ||
+		    n_el * scar_dtype_size(dtype) != fsize) {
+			cli_warn("'%s': %llu bytes do not make a %s array of that shape (%llu bytes)",
+				 path, (unsigned long long)fsize, scar_dtype_name(dtype),
+				 n_el == UINT64_MAX ? 0ULL :
+				 (unsigned long long)(n_el * scar_dtype_size(dtype)));
+			goto fail;
+		}
+	}
+	scar_error_clear(&e);
+	if (scar_tensor_new(&t, name, dtype, io->role, ndim, shape, &e) < 0) {
+		warn_err(path, &e);
+		goto fail;
+	}
+	bytes = scar_tensor_bytes(t);
+	if (is_reg) {
+		rc = read_full(fd, t->data, bytes);
+		if (rc != 1) {
+			if (rc < 0)
+				cli_warn("cannot read '%s': %s", path, strerror(errno));
+			else
+				cli_warn("'%s': file shrank while reading", path);
+			goto fail;
+		}
+	} else {
+		memcpy(t->data, rest + off, bytes);
+	}
+	if (swap)
+		bswap_data(t->data, (size_t)scar_tensor_elems(t), scar_dtype_size(dtype));
+	if (io->dtype && io->dtype != dtype)
+		convert_tensor(&t, io->dtype);
+	goto done;
+bad:
+	cli_warn("'%s': not a valid .npy file: %s", path, why);
+fail:
+	scar_tensor_free(t);
+	t = NULL;
+done:
+	if (!stdin_in)
+		close(fd);
+	free(rest);
+	free(dict);
+	return t;
+}
+
+static enum scar_dtype parse_dtype_opt(const char *s)
+{
+	enum scar_dtype t = scar_dtype_parse(s);
+
+	if (!t)
+		cli_usage_error("option '--dtype': unknown type '%s'", s);
+	return t;
+}
+
+static void default_name(char *buf, size_t n, const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	if (strcmp(path, "-") == 0) {
+		snprintf(buf, n, "x");
+		return;
+	}
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	if (dot && dot > base)
+		snprintf(buf, n, "%.*s", (int)(dot - base), base);
+	else
+		snprintf(buf, n, "%s", base);
+}
+
+static int save_state(const struct scar_state *st, const char *out,
+		      const struct scar_ckpt_save_opts *so)
+{
+	struct scar_error e;
+
+	scar_error_clear(&e);
+	if (!cli_is_stdio(out) && !is_regular_target(out)) {
+		/* A device or FIFO: stream into it rather than rename over it. */
+		int fd = open(out, O_WRONLY | O_TRUNC), rc;
+
+		if (fd < 0) {
+			cli_warn("cannot open '%s': %s", out, strerror(errno));
+			return EXIT_TROUBLE;
+		}
+		rc = scar_ckpt_write_fd(st, fd, out, so, &e);
+		if (close(fd) != 0 && rc == 0)
+			rc = scar_error_set_errno(&e, errno, out, "cannot write '%s'", out);
+		if (rc < 0) {
+			warn_err(out, &e);
+			return EXIT_TROUBLE;
+		}
+		return 0;
+	}
+	if (scar_ckpt_save(st, cli_is_stdio(out) ? "-" : out, so, &e) < 0) {
+		warn_err(out, &e);
+		return EXIT_TROUBLE;
+	}
+	return 0;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+	struct import_opts io = { 0, -1, { 0 }, SCAR_ROLE_PARAM };
+	struct scar_ckpt_save_opts so;
+	const char *out = NULL, *name = NULL, *model = "";
+	struct scar_state *st = NULL;
+	struct scar_error e;
+	uint64_t iteration = 0, shards = 1;
+	int c, i, status = EXIT_TROUBLE, sync = 1;
+
+	while ((c = next_opt(argc, argv, ":ho:", import_opts)) != -1) {
+		switch (c) {
+		case OPT_DTYPE: io.dtype = parse_dtype_opt(optarg); break;
+		case OPT_ITERATION: iteration = cli_parse_u64("--iteration", optarg, 0, INT64_MAX); break;
+		case OPT_MODEL:
+			if (strlen(optarg) >= SCAR_NAME_MAX)
+				cli_usage_error("option '--model': name too long");
+			model = optarg;
+			break;
+		case OPT_NAME: name = optarg; break;
+		case OPT_NO_SYNC: sync = 0; break;
+		case 'o': out = optarg; break;
+		case OPT_ROLE:
+			io.role = scar_role_parse(optarg);
+			if (!io.role)
+				cli_usage_error("option '--role': '%s' is not param or state", optarg);
+			break;
+		case OPT_SHAPE: parse_shape(optarg, &io.ndim, io.shape); break;
+		case OPT_SHARDS: shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS); break;
+		}
+	}
+	if (!out)
+		cli_usage_error("import needs -o OUT");
+	if (optind == argc)
+		cli_usage_error("missing operand: FILE");
+	if (name && argc - optind > 1)
+		cli_usage_error("--name needs a single FILE");
+	refuse_tty_out(out);
+
+	scar_error_clear(&e);
+	if (scar_state_new(&st, model, &e) < 0)
+		cli_die_error(&e);
+	st->iteration = iteration;
+	st->shards = (uint32_t)shards;
+	for (i = optind; i < argc; i++) {
+		const char *path = argv[i];
+		struct scar_tensor *t;
+		char nm[SCAR_NAME_MAX];
+
+		if (strcmp(path, "-") == 0)
+			cli_refuse_tty_stdin();
+		if (name)
+			snprintf(nm, sizeof(nm), "%s", name);
+		else
+			default_name(nm, sizeof(nm), path);
+		t = import_file(path, nm, &io);
+		if (!t)
+			goto out;
+		if (scar_state_add(st, t, &e) < 0) {
+			warn_err(path, &e);
+			goto out;
+		}
+	}
+	scar_ckpt_save_opts_init(&so);
+	so.sync = sync;
+	status = save_state(st, out, &so);
+out:
+	scar_state_free(st);
+	return status;
+}
+
+/* ---- apply ---- */
+
+struct item {
+	char *path;
+	uint64_t iteration;
+	int partial;
+	size_t order;
+	int from_dir;		/* an entry of a directory operand */
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->iteration != y->iteration)
+		return x->iteration < y->iteration ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int peek(const char *path, uint64_t *iteration, int *partial)
+{
+	struct scar_ckpt_reader *r;
+	struct scar_error e;
+
+	scar_error_clear(&e);
+	if (scar_ckpt_reader_open(&r, path, &e) < 0) {
+		warn_err(path, &e);
+		return -1;
+	}
+	*iteration = scar_ckpt_reader_info(r)->iteration;
+	*partial = scar_ckpt_reader_info(r)->partial;
+	scar_ckpt_reader_close(r);
+	return 0;
+}
+
+static int cmd_apply(int argc, char **argv)
+{
+	struct item *items = NULL, base_item;
+	struct scar_ckpt_save_opts so;
+	struct scar_state *base = NULL;
+	struct scar_error e;
+	const char *out = NULL;
+	size_t n = 0, cap = 0, j, base_at = (size_t)-1, first_dir_end = 0;
+	int c, i, status = EXIT_TROUBLE, sync = 1, stdin_used = 0, moved = 0;
+
+	while ((c = next_opt(argc, argv, ":ho:", apply_opts)) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == OPT_NO_SYNC)
+			sync = 0;
+	}
+	if (optind == argc)
+		cli_usage_error("missing operand: BASE");
+	refuse_tty_out(out);
+
+	for (i = optind; i < argc; i++) {
+		struct stat sb;
+
+		if (strcmp(argv[i], "-") == 0) {
+			if (i != optind || stdin_used)
+				cli_usage_error("only BASE may be '-'");
+			cli_refuse_tty_stdin();
+			stdin_used = 1;
+		} else if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			struct scar_ckpt_entry *ents;
+			size_t ne, skipped = 0;
+
+			scar_error_clear(&e);
+			if (scar_ckpt_list(argv[i], &ents, &ne, &skipped, &e) < 0) {
+				warn_err(argv[i], &e);
+				goto out;
+			}
+			if (skipped) {
+				cli_warn("'%s': %zu damaged or unreadable checkpoints; see 'scar-ckpt ls'",
+					 argv[i], skipped);
+				scar_ckpt_list_free(ents, ne);
+				goto out;
+			}
+			for (j = 0; j < ne; j++) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 16;
+					items = xrealloc(items, cap * sizeof(*items));
+				}
+				items[n].path = strdup(ents[j].path);
+				if (!items[n].path)
+					cli_die("out of memory");
+				items[n].iteration = ents[j].iteration;
+				items[n].partial = ents[j].partial;
+				items[n].order = n;
+				items[n].from_dir = 1;
+				n++;
+			}
+			scar_ckpt_list_free(ents, ne);
+			if (i == optind) {
+				first_dir_end = n;
+				if (!ne) {
+					cli_warn("no checkpoints in '%s'", argv[i]);
+					goto out;
+				}
+			}
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			items = xrealloc(items, cap * sizeof(*items));
+		}
+		items[n].path = strdup(argv[i]);
+		if (!items[n].path)
+			cli_die("out of memory");
+		items[n].order = n;
+		items[n].from_dir = 0;
+		/* stdin can only be read once: its iteration comes when it is loaded. */
+		if (strcmp(argv[i], "-") == 0) {
+			items[n].iteration = 0;
+			items[n].partial = 0;
+		} else if (peek(argv[i], &items[n].iteration, &items[n].partial) < 0) {
+			free(items[n].path);
+			goto out;
+		}
+		n++;
+	}
+
+	/* The base: the first operand, or the oldest full checkpoint of its directory. */
+	if (first_dir_end) {
+		for (j = 0; j < first_dir_end; j++)
+			if (!items[j].partial && (base_at == (size_t)-1 ||
+						  items[j].iteration < items[base_at].iteration))
+				base_at = j;
+		if (base_at == (size_t)-1) {
+			cli_warn("no full checkpoint in '%s' to start from", argv[optind]);
+			goto out;
+		}
+	} else {
+		base_at = 0;
+	}
+	base_item = items[base_at];
+	items[base_at] = items[--n];
+	moved = 1;
+	scar_error_clear(&e);
+	if (scar_ckpt_load(base_item.path, &base, &e) < 0) {
+		warn_err(base_item.path, &e);
+		goto out;
+	}
+	for (j = 0; j < base->ntensors; j++) {
+		if (base->tensors[j]->present &&
+		    scar_tensor_rows_present(base->tensors[j]) != scar_tensor_rows(base->tensors[j])) {
+			cli_warn("base '%s' is a partial checkpoint", base_item.path);
+			goto out;
+		}
+	}
+	base_item.iteration = base->iteration;
+	qsort(items, n, sizeof(*items), cmp_item);
+
+	for (j = 0; j < n; j++) {
+		struct scar_state *over = NULL;
+
+		if (items[j].iteration <= base_item.iteration) {
+			if (items[j].from_dir)
+				continue;	/* superseded by the full base */
+			cli_warn("'%s' (iteration %llu) is not newer than the base '%s' (iteration %llu)",
+				 items[j].path, (unsigned long long)items[j].iteration,
+				 base_item.path, (unsigned long long)base_item.iteration);
+			goto out;
+		}
+		scar_error_clear(&e);
+		if (scar_ckpt_load(items[j].path, &over, &e) < 0) {
+			warn_err(items[j].path, &e);
+			goto out;
+		}
+		if (scar_ckpt_apply(base, over, &e) < 0) {
+			warn_err(items[j].path, &e);
+			scar_state_free(over);
+			goto out;
+		}
+		scar_state_free(over);
+	}
+	scar_ckpt_save_opts_init(&so);
+	so.sync = sync;
+	status = save_state(base, out ? out : "-", &so);
+out:
+	scar_state_free(base);
+	for (j = 0; j < n; j++)
+		free(items[j].path);
+	if (moved)
+		free(base_item.path);
+	free(items);
+	return status;
+}
+
+/* ---- convert ---- */
+
+static int cmd_convert(int argc, char **argv)
+{
+	struct scar_ckpt_save_opts so;
+	struct scar_state *st = NULL;
+	struct scar_error e;
+	enum scar_dtype dtype = 0;
+	uint64_t shards = 0, level = 0;
+	int c, compress = 1, sync = 1, have_level = 0, status;
+	size_t i;
+	const char *in, *out;
+
+	while ((c = next_opt(argc, argv, ":h", convert_opts)) != -1) {
+		switch (c) {
+		case OPT_COMPRESS: compress = 1; break;
+		case OPT_NO_COMPRESS: compress = 0; break;
+		case OPT_DTYPE:
+			dtype = parse_dtype_opt(optarg);
+			if (dtype != SCAR_F32 && dtype != SCAR_F64)
+				cli_usage_error("option '--dtype': '%s' is not f32 or f64", optarg);
+			break;
+		case OPT_LEVEL:
+			level = cli_parse_u64("--level", optarg, 0, 12);
+			have_level = 1;
+			break;
+		case OPT_NO_SYNC: sync = 0; break;
+		case OPT_SHARDS: shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS); break;
+		}
+	}
+	if (argc - optind < 2)
+		cli_usage_error("missing operand: convert needs IN and OUT");
+	if (argc - optind > 2)
+		cli_usage_error("too many operands");
+	if (have_level && !compress)
+		cli_usage_error("--level needs compression");
+	in = input_path(argv[optind]);
+	out = argv[optind + 1];
+	refuse_tty_out(out);
+
+	scar_error_clear(&e);
+	if (scar_ckpt_load(in, &st, &e) < 0) {
+		warn_err(in, &e);
+		return EXIT_TROUBLE;
+	}
+	if (dtype)
+		for (i = 0; i < st->ntensors; i++)
+			if ((st->tensors[i]->dtype == SCAR_F32 || st->tensors[i]->dtype == SCAR_F64) &&
+			    st->tensors[i]->dtype != dtype)
+				convert_tensor(&st->tensors[i], dtype);
+	if (shards)
+		st->shards = (uint32_t)shards;
+	scar_ckpt_save_opts_init(&so);
+	so.compress = compress;
+	if (have_level)
+		so.level = (int)level;
+	so.sync = sync;
+	status = save_state(st, out, &so);
+	scar_state_free(st);
+	return status;
+}
+
+/* ---- ls ---- */
+
+struct lsent {
+	char *path;
+	uint64_t iteration;
+	int kind;		/* 0 full, 1 partial, 2 damaged */
+	uint64_t size;
+	char *error;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct lsent *)a)->path, ((const struct lsent *)b)->path);
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	static const char *const kinds[] = { "full", "partial", "damaged" };
+	struct scar_ckpt_entry *ents = NULL;
+	struct lsent *v = NULL, *bad;
+	struct scar_error e;
+	size_t ne = 0, skipped = 0, nv = 0, nbad = 0, i, j;
+	const char *dir;
+	int json = 0, c, status = 0;
+
+	while ((c = next_opt(argc, argv, ":h", ls_opts)) != -1)
+		if (c == OPT_JSON)
+			json = 1;
+	if (optind == argc)
+		cli_usage_error("missing operand: DIR");
+	if (argc - optind > 1)
+		cli_usage_error("too many operands");
+	dir = argv[optind];
+
+	scar_error_clear(&e);
+	if (scar_ckpt_list(dir, &ents, &ne, &skipped, &e) < 0) {
+		warn_err(dir, &e);
+		return EXIT_TROUBLE;
+	}
+	v = xmalloc((ne + 1) * sizeof(*v));
+	for (i = 0; i < ne; i++) {
+		v[nv].path = ents[i].path;
+		v[nv].iteration = ents[i].iteration;
+		v[nv].kind = ents[i].partial ? 1 : 0;
+		v[nv].size = ents[i].size;
+		v[nv].error = NULL;
+		nv++;
+	}
+	bad = v + nv;
+	if (skipped) {
+		/* The library skips what it cannot read; find those files and say why. */
+		DIR *d = opendir(dir);
+		struct dirent *de;
+
+		if (!d) {
+			cli_warn("cannot open '%s': %s", dir, strerror(errno));
+			status = EXIT_TROUBLE;
+			goto print;
+		}
+		while ((de = readdir(d)) != NULL) {
+			size_t len = strlen(de->d_name);
+			struct scar_ckpt_reader *r;
+			struct stat sb;
+			char *p;
+			int known = 0;
+
+			if (len < 6 || strcmp(de->d_name + len - 5, ".ckpt") != 0)
+				continue;
+			for (j = 0; j < ne && !known; j++) {
+				const char *s = strrchr(ents[j].path, '/');
+				known = strcmp(s ? s + 1 : ents[j].path, de->d_name) == 0;
+			}
+			if (known)
+				continue;
+			p = xmalloc(strlen(dir) + len + 2);
+			sprintf(p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name);
+			v = xrealloc(v, (nv + nbad + 1) * sizeof(*v));
+			bad = v + nv;
+			bad[nbad].path = p;
+			bad[nbad].iteration = 0;
+			bad[nbad].kind = 2;
+			bad[nbad].size = stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+			scar_error_clear(&e);
+			if (scar_ckpt_reader_open(&r, p, &e) == 0) {
+				scar_ckpt_reader_close(r);
+				snprintf(e.msg, sizeof(e.msg), "not a readable checkpoint");
+			} else if (!e.msg[0]) {
+				snprintf(e.msg, sizeof(e.msg), "%s", scar_strerror(e.code));
+			}
+			bad[nbad].error = strdup(e.msg);
+			if (!e.file[0])
+				snprintf(e.file, sizeof(e.file), "%s", p);
+			cli_warn("damaged checkpoint '%s': %s", p, e.msg);
+			nbad++;
+		}
+		closedir(d);
+		qsort(bad, nbad, sizeof(*bad), cmp_name);
+		if (nbad)
+			status = EXIT_NO;
+	}
+print:
+	if (json) {
+		json_t *o = json_object(), *a = json_array();
+
+		if (!o || !a)
+			cli_die("out of memory");
+		for (i = 0; i < nv + nbad; i++) {
+			json_t *x = json_object();
+
+			json_put(x, "path", json_string(v[i].path));
+			json_put(x, "iteration", v[i].kind == 2 ? json_null() :
+				 json_integer((json_int_t)v[i].iteration));
+			json_put(x, "kind", json_string(kinds[v[i].kind]));
+			json_put(x, "size", json_integer((json_int_t)v[i].size));
+			if (v[i].error)
+				json_put(x, "error", json_string(v[i].error));
+			json_array_append_new(a, x);
+		}
+		json_put(o, "dir", json_string(dir));
+		json_put(o, "checkpoints", a);
+		print_json(o);
+		json_decref(o);
+	} else {
+		for (i = 0; i < nv + nbad; i++) {
+			if (v[i].kind == 2)
+				printf("%10s  %-7s  %12llu  %s\n", "-", kinds[2],
+				       (unsigned long long)v[i].size, v[i].path);
+			else
+				printf("%10llu  %-7s  %12llu  %s\n", (unsigned long long)v[i].iteration,
+				       kinds[v[i].kind], (unsigned long long)v[i].size, v[i].path);
+		}
+	}
+	for (i = 0; i < nbad; i++) {
+		free(bad[i].path);
+		free(bad[i].error);
+	}
+	free(v);
+	scar_ckpt_list_free(ents, ne);
+	return status;
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd;
+	int c;
+
+	cli_init("scar-ckpt");
+	opterr = 0;
+	if (argc < 2) {
+		main_help(stderr);
+		return EXIT_TROUBLE;
+	}
+	if (argv[1][0] == '-') {
+		/* Global options come before the command; stop at the first operand. */
+		while ((c = getopt_long(argc, argv, "+:hV", main_opts, NULL)) != -1) {
+			if (c == 'h') {
+				main_help(stdout);
+				return 0;
+			}
+			if (c == 'V')
+				cli_version();
+			if (c == ':')
+				cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+			if (strncmp(argv[optind - 1], "--", 2) == 0 || !optopt)
+				cli_usage_error("unknown option '%s'", argv[optind - 1]);
+			cli_usage_error("unknown option '-%c'", optopt);
+		}
+		if (optind >= argc)
+			cli_usage_error("missing command");
+		cli_usage_error("options go after the command: '%s'", argv[optind]);
+	}
+	if (strcmp(argv[1], "help") == 0) {
+		if (argc == 2) {
+			main_help(stdout);
+			return 0;
+		}
+		if (argc > 3)
+			cli_usage_error("help takes one COMMAND");
+		cmd = find_command(argv[2]);
+		if (!cmd)
+			cli_usage_error("unknown command '%s'", argv[2]);
+		command_help(cmd);
+	}
+	cmd = find_command(argv[1]);
+	if (!cmd)
+		cli_usage_error("unknown command '%s'", argv[1]);
+	current = cmd;
+	optind = 1;
+	return cmd->run(argc - 1, argv + 1);
+}
