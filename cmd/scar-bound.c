@@ -21,7 +21,7 @@
 
 enum {
 	OPT_BUDGET = 256, OPT_C, OPT_D, OPT_DELTA, OPT_EPS, OPT_FAILURE_RATE, OPT_FLOOR,
-	OPT_ITERS, OPT_JSON, OPT_LOST_FRACTION, OPT_SKIP, OPT_STEP, OPT_T, OPT_TARGET, OPT_WINDOW,
+	OPT_ITERS, OPT_JSON, OPT_LOST_FRACTION, OPT_METRIC, OPT_SKIP, OPT_STEP, OPT_T, OPT_TARGET, OPT_WINDOW,
 };
 
 static const struct option evaluate_opts[] = {
@@ -49,6 +49,7 @@ static const struct option check_opts[] = {
 	{ "floor", required_argument, NULL, OPT_FLOOR },
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "metric", required_argument, NULL, OPT_METRIC },
 	{ "skip", required_argument, NULL, OPT_SKIP },
 	{ "target", required_argument, NULL, OPT_TARGET },
 	{ "window", required_argument, NULL, OPT_WINDOW },
@@ -90,16 +91,18 @@ static int cmd_plan(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "check", cmd_check, check_opts,
-	  "[--delta X@T]... [--eps E] [--floor F] [--help] [--json] [--skip N]\n"
-	  "                        [--target F] [--window W] REFERENCE PERTURBED",
+	  "[--delta X@T]... [--eps E] [--floor F] [--help] [--json]\n"
+	  "                        [--metric objective|dist_opt] [--skip N] [--target F]\n"
+	  "                        [--window W] REFERENCE PERTURBED",
 	  "The observed iteration cost of a perturbed run beside its bound; exit 1 when it exceeds it.",
 	  "  --delta X@T     an extra perturbation of norm X after clock T (repeatable)\n"
 	  "  --eps E         also check the theorem: dist_opt <= E from clock K(E) on\n"
 	  "  --floor F       fit: noise floor relative to the largest step (default 1e-06)\n"
 	  "  --help          show this help and exit\n"
 	  "  --json          print one JSON object\n"
+	  "  --metric M      measure reaching the target on objective (default) or dist_opt\n"
 	  "  --skip N        fit: transient steps to drop (default: half the window)\n"
-	  "  --target F      objective to reach (default: the reference's final one)\n"
+	  "  --target F      value to reach (default: the reference's final one)\n"
 	  "  --window W      smooth objectives over W iterations (default 1)\n"
 	  "c and D are those `scar-bound fit REFERENCE` reports; the perturbations are\n"
 	  "PERTURBED's recovery records. One of the streams may be '-' (stdin).\n" },
@@ -574,6 +577,15 @@ static int cmd_check(int argc, char **argv)
 		}
 		case OPT_EPS: co.eps = cli_parse_double("--eps", optarg, 1e-300, 1e300); break;
 		case OPT_JSON: json = 1; break;
+		case OPT_METRIC:
+			if (strcmp(optarg, "objective") == 0)
+				co.metric = SCAR_BOUND_METRIC_OBJECTIVE;
+			else if (strcmp(optarg, "dist_opt") == 0)
+				co.metric = SCAR_BOUND_METRIC_DIST;
+			else
+				cli_usage_error("option '--metric': '%s' is not objective or dist_opt",
+						optarg);
+			break;
 		case OPT_TARGET: co.target = cli_parse_double("--target", optarg, -1e300, 1e300); break;
 		case OPT_WINDOW: co.window = (size_t)cli_parse_u64("--window", optarg, 1, 1000000); break;
 		default: fit_options(opt, &co.fit); break;
@@ -609,6 +621,8 @@ static int cmd_check(int argc, char **argv)
 		json_put(o, "perturbations", pert_json(ck.pert, ck.npert));
 		json_put(o, "relative", jnum(ck.bound.rel));
 		json_put(o, "bound", jnum(ck.bound.iota));
+		json_put(o, "bound_whole", jint(ceil(ck.bound.iota - 1e-12)));
+		json_put(o, "metric", json_string(co.metric ? "dist_opt" : "objective"));
 		json_put(o, "target", jnum(ck.cost.target));
 		json_put(o, "window", json_integer((json_int_t)co.window));
 		json_put(o, "reference_iter", jint(ck.cost.reference_iter));
@@ -629,12 +643,14 @@ static int cmd_check(int argc, char **argv)
 		put_line("D", "%s (%s)", num(ck.ref.D), ck.ref.d_source);
 		for (size_t i = 0; i < ck.npert; i++)
 			put_line("delta", "%s at iteration %.0f", num(ck.pert[i].norm), ck.pert[i].iter);
-		put_line("target", "%s (window %zu)", num(ck.cost.target), co.window);
+		put_line("target", "%s %s (window %zu)", co.metric ? "dist_opt" : "objective",
+			 num(ck.cost.target), co.window);
 		put_line("reference_iter", "%.0f", ck.cost.reference_iter);
 		put_line("perturbed_iter", "%.0f%s", ck.cost.perturbed_iter,
 			 ck.cost.censored ? " (censored: not reached by the end)" : "");
 		put_line("observed", "%s%.0f", ck.cost.censored ? ">= " : "", ck.cost.cost);
-		put_line("bound", "%s", num(ck.bound.iota));
+		put_line("bound", "%s (whole iterations: %.0f)", num(ck.bound.iota),
+			 ceil(ck.bound.iota - 1e-12));
 		put_line("verdict", "%s", ck.exceeded ? "observed cost exceeds the bound"
 			 : ck.undecided ? "undecided (censored below the bound)"
 			 : "within the bound");

@@ -489,13 +489,30 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 	rc = scar_bound_evaluate(out->ref.c, out->ref.D, out->pert, np, o->eps, &out->bound, err);
 	if (rc)
 		goto out;
-	rc = scar_bound_observed_cost(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
-				      pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n,
-				      o->target, out->ref.higher_better, o->window, last_pert,
-				      &out->cost, err);
+	if (o->metric == SCAR_BOUND_METRIC_DIST) {
+		if (rc_curve.dist.n == 0 || pc_curve.dist.n == 0) {
+			rc = scar_error_set_at(err, SCAR_ENOTFOUND,
+					       rc_curve.dist.n ? pert_name : ref_name, -1, -1,
+					       "no dist_opt in the iteration records");
+			goto out;
+		}
+		rc = scar_bound_observed_cost(rc_curve.dist_k.v, rc_curve.dist.v, rc_curve.dist.n,
+					      pc_curve.dist_k.v, pc_curve.dist.v, pc_curve.dist.n,
+					      o->target, 0, o->window, last_pert, &out->cost, err);
+	} else {
+		rc = scar_bound_observed_cost(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
+					      pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n,
+					      o->target, out->ref.higher_better, o->window, last_pert,
+					      &out->cost, err);
+	}
 	if (rc)
 		goto out;
-	out->exceeded = out->cost.cost > out->bound.iota;
+	/*
+	 * Arrival clocks are whole numbers: envelopes that cross a level at
+	 * reals a and a + iota arrive at ceil(a) and ceil(a + iota), at most
+	 * ceil(iota) apart. So only a cost above ceil(iota) exceeds the bound.
+	 */
+	out->exceeded = out->cost.cost > ceil(out->bound.iota - 1e-12);
 	out->undecided = out->cost.censored && !out->exceeded;
 	if (pc_curve.dist.n > 0) {
 		rc = envelope_check(out, &pc_curve, o->eps, err);

@@ -209,9 +209,15 @@ int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size
  * iter, then the extra ones given), the bound, the observed cost, and with
  * eps > 0 and dist_opt in the perturbed stream, the theorem check.
  */
+enum scar_bound_metric {
+	SCAR_BOUND_METRIC_OBJECTIVE = 0,	/* the training objective (any workload) */
+	SCAR_BOUND_METRIC_DIST,			/* dist_opt, lower is better (ridge) */
+};
+
 struct scar_bound_check_opts {
 	struct scar_bound_fit_opts fit;
-	double target;			/* NaN = the reference's final objective */
+	enum scar_bound_metric metric;	/* what "reaching the target" is measured on */
+	double target;			/* NaN = the reference's final value of the metric */
 	size_t window;			/* >= 1 */
 	double eps;			/* 0 = no theorem check */
 	const struct scar_bound_pert *extra;	/* borrowed; may be NULL */
@@ -226,7 +232,11 @@ struct scar_bound_check {
 	struct scar_bound_pert *pert;	/* owned: scar_bound_check_release() */
 	size_t npert;
 	struct scar_bound_eval bound;	/* with eps when given */
-	int exceeded;			/* cost > bound.iota (censored: its lower bound is) */
+	/*
+	 * cost > ceil(bound.iota) (censored: its lower bound is): arrivals are
+	 * whole clocks, so envelopes iota apart arrive at most ceil(iota) apart.
+	 */
+	int exceeded;
 	int undecided;			/* censored below the bound: cannot tell */
 	/*
 	 * The theorem, when the perturbed stream has dist_opt. Since the
@@ -247,7 +257,8 @@ struct scar_bound_check {
 /*
  * Compare a reference and a perturbed stream. Errors as for
  * scar_bound_fit_events and scar_bound_observed_cost; SCAR_EFORMAT when a
- * recovery record has no numeric delta_norm or a failure has no recovery.
+ * recovery record has no numeric delta_norm or a failure has no recovery;
+ * SCAR_ENOTFOUND when the metric is dist_opt and a stream lacks it.
  */
 int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 			    const struct scar_events *pert, const char *pert_name,
