@@ -5,6 +5,7 @@
 #include "model_util.h"
 
 static const struct scar_model_def *const models[] = {
+	&scar_model_lda,
 	&scar_model_mf,
 	&scar_model_mlr,
 	&scar_model_ridge,

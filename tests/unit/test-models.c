@@ -248,6 +248,122 @@ static void test_mf(void)
 		     "\"lambda_scale\": \"none\"}", 2, 5);
 }
 
+/* Total-variation distance between planted topic a (V doubles) and learned topic k. */
+static double topic_tv(const double *a, const struct scar_tensor *wt, uint32_t k, uint32_t kk,
+		       uint64_t v)
+{
+	double tot = 0, d = 0;
+
+	for (uint64_t w = 0; w < v; w++)
+		tot += ((const int32_t *)wt->data)[w * kk + k];
+	for (uint64_t w = 0; w < v; w++)
+		d += fabs(a[w] - ((const int32_t *)wt->data)[w * kk + k] / tot);
+	return 0.5 * d;
+}
+
+/*
+ * Server rows lost and reset to zero (a partial recovery from an old
+ * checkpoint is milder): the counts go inconsistent and negative, sampling
+ * must go on and the likelihood come back.
+ */
+static void test_lda_rollback(void)
+{
+	struct run r;
+	struct scar_tensor *wt, *tt, *z;
+	struct scar_error err;
+	double f1, f2, f3;
+	int neg = 0;
+	double f4;
+
+	if (run_open(&r, "lda", "{\"docs\": 300, \"words\": 200, \"topics\": 8, \"synth_topics\": 8}")) {
+		CHECK(0);
+		return;
+	}
+	CHECK(run_steps(&r, 40) == 0);
+	f1 = run_obj(&r);
+	wt = scar_state_find(r.st, "word_topic");
+	tt = scar_state_find(r.st, "topic_totals");
+	memset(wt->data, 0, scar_tensor_bytes(wt) / 2);
+	memset(tt->data, 0, scar_tensor_bytes(tt));
+	f2 = run_obj(&r);
+	CHECK(isfinite(f2));
+	CHECK(run_steps(&r, 1) == 0);
+	for (uint64_t i = 0; i < scar_tensor_elems(wt); i++)
+		neg |= ((int32_t *)wt->data)[i] < 0;
+	CHECK(!neg);	/* decrements stop at zero */
+	CHECK(run_steps(&r, 40) == 0);
+	f3 = run_obj(&r);
+	CHECK(run_steps(&r, 80) == 0);
+	f4 = run_obj(&r);
+	printf("lda: rows reset: loglik %.4f -> %.4f, 41 sweeps later %.4f, 121 later %.4f\n", f1, f2, f3, f4);
+	CHECK(isfinite(f3) && f3 > f2 && f4 > f1 - 0.1);
+	/* Negative counts (injected) are clamped, not trusted. */
+	((int32_t *)wt->data)[3] = -5;
+	((int32_t *)tt->data)[1] = -7;
+	CHECK(run_steps(&r, 1) == 0);
+	CHECK(((int32_t *)wt->data)[3] >= 0 && ((int32_t *)tt->data)[1] >= 0);
+	CHECK(isfinite(run_obj(&r)));
+	/* A corrupt assignment is refused, not followed out of bounds. */
+	z = scar_state_find(r.st, "z");
+	((uint32_t *)z->data)[5] = 8;
+	CHECK(r.def->step(r.m, r.st, &err) == SCAR_ECORRUPT);
+	run_close(&r);
+}
+
+static void test_lda(void)
+{
+	struct run r;
+	struct scar_corpus *c = NULL;
+	struct scar_error err;
+	double *phi = NULL, f0, f1, h0, h1, worst = 0, mean = 0;
+	const uint32_t k = 8;
+	const uint64_t v = 300;
+	int used[8] = { 0 }, distinct = 1;
+
+	if (run_open(&r, "lda", "{\"docs\": 800, \"words\": 300, \"synth_topics\": 8, "
+		     "\"topics\": 8, \"doc_len\": 80, \"seed\": 4}")) {
+		CHECK(0);
+		return;
+	}
+	/* The same generator call as the model's: the planted topics. */
+	CHECK_RC(scar_synth_corpus(800, 300, 8, 80, 0.1, 0.05, 4, &c, &phi, &err));
+	f0 = run_obj(&r);
+	h0 = run_heldout(&r);
+	CHECK(run_steps(&r, 100) == 0);
+	f1 = run_obj(&r);
+	h1 = run_heldout(&r);
+	CHECK(f1 > f0 + 0.3);
+	CHECK(h1 > h0 + 0.3);
+	for (uint32_t a = 0; a < k && phi; a++) {
+		double best = 2;
+		uint32_t bk = 0;
+
+		for (uint32_t b = 0; b < k; b++) {
+			double d = topic_tv(phi + a * v, scar_state_find(r.st, "word_topic"), b, k, v);
+
+			if (d < best) {
+				best = d;
+				bk = b;
+			}
+		}
+		distinct &= !used[bk];
+		used[bk] = 1;
+		worst = fmax(worst, best);
+		mean += best / k;
+	}
+	printf("lda: loglik/token %.4f -> %.4f, held-out %.4f -> %.4f, topic TV mean %.3f worst %.3f\n",
+	       f0, f1, h0, h1, mean, worst);
+	CHECK(distinct);
+	CHECK(mean < 0.15);
+	CHECK(worst < 0.3);
+	run_close(&r);
+	scar_corpus_free(c);
+	free(phi);
+	test_lda_rollback();
+	check_resume("lda", "{\"docs\": 100, \"words\": 50, \"topics\": 13}", 3, 7);
+	check_resume("lda", "{\"docs\": 60, \"words\": 40, \"topics\": 16, \"doc_len\": 7}", 2, 4);
+}
+
 static void test_registry(void)
 {
 	const struct scar_model_def *const *m = scar_models();
@@ -269,5 +385,6 @@ int main(void)
 	test_ridge();
 	test_mlr();
 	test_mf();
+	test_lda();
 	return unit_done("test-models");
 }

@@ -1,0 +1,586 @@
+/*
+ * model_lda.c - latent Dirichlet allocation by collapsed Gibbs sampling,
+ * symmetric priors alpha (doc-topic) and beta (topic-word), K topics.
+ *
+ * One iteration is one sweep over every training token in corpus order:
+ * remove the token's topic from the counts, draw a new one from
+ *     p(k) ~ (n_dk + alpha) (n_wk + beta) / (n_k + V beta)
+ * and add it back. After a partial recovery the server counts no longer
+ * match the assignments: a restored row holds old counts. A decrement that
+ * would take a count below zero leaves it at zero instead (and counts
+ * found negative, e.g. injected, are clamped at the start of a sweep), so
+ * a count's deficit against the assignments only ever shrinks and the
+ * sampler never fails. The topic totals are recomputed as the column sums
+ * of the word-topic rows at the start of every sweep (an aggregate the
+ * servers can form themselves), so they agree with the rows. The draw
+ * computes the K weights in SIMD blocks of 8 with per-block sums, then
+ * finds the block and the topic by a cumulative scan; 1 / (n_k + V beta)
+ * is cached per topic.
+ *
+ * Objective ("loglik_per_token", higher is better): the mean over training
+ * tokens of log sum_k theta_dk phi_kw with the point estimates
+ * theta_dk = (n_dk + alpha) / (n_d + K alpha) and
+ * phi_kw = (n_wk + beta) / (sum_w n_wk + V beta) (counts clamped at 0).
+ * Held out ("heldout_loglik_per_token"): document completion on the
+ * held-out documents: with phi fixed at the current estimate, the tokens at
+ * even positions of each document are sampled for heldout_sweeps sweeps
+ * (an RNG seeded from "seed" alone, so the value is a function of the
+ * state); the mean log-probability of the odd-position tokens under the
+ * resulting theta is reported.
+ *
+ * State: params "word_topic" i32 [V, K] (one row per word) and
+ * "topic_totals" i32 [K] (one row per topic, n_k, held by the servers;
+ * rebuilt from word_topic at each sweep, so losing it alone costs
+ * nothing); state "z" u32 [training tokens] (assignments),
+ * "doc_topic" i32 [training docs, K], "rng" u64 [6].
+ *
+ * Configuration keys (type, default: meaning):
+ *   seed            integer, 1: the sampler RNG (initial assignments, draws)
+ *   data_seed       integer, = seed: the synthetic corpus and the held-out split
+ *   data            string, absent: a UCI bag-of-words docword.*.txt file;
+ *                   absent = a synthetic corpus with planted topics
+ *   vocab           string, absent: the matching vocab.*.txt (optional)
+ *   docs            integer, 1000: synthetic documents
+ *   words           integer, 1000: synthetic vocabulary size
+ *   doc_len         integer, 100: synthetic tokens per document
+ *   synth_topics    integer, 10: planted topics
+ *   synth_alpha     real, 0.1: Dirichlet parameter of planted doc mixtures
+ *   synth_beta      real, 0.05: Dirichlet parameter of planted topics
+ *   topics          integer, 10: K
+ *   alpha           real, 0.1: doc-topic prior
+ *   beta            real, 0.01: topic-word prior
+ *   heldout_frac    real, 0.1: fraction of documents held out (by data_seed)
+ *   heldout_sweeps  integer, 10: fold-in sweeps of the held-out estimate
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scar/data.h"
+#include "scar/model.h"
+#include "model_util.h"
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef int32_t v8iu __attribute__((vector_size(32), aligned(4)));
+
+#if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define KERNEL __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef KERNEL
+#define KERNEL
+#endif
+
+struct docs {
+	uint64_t n, tokens;
+	uint64_t *start;	/* n + 1 */
+	uint32_t *words;
+};
+
+struct scar_model {
+	struct docs train, test;
+	uint64_t vocab;
+	uint32_t k, kpad;
+	float alpha, beta, vbeta;
+	uint64_t seed;
+	int heldout_sweeps;
+	/* Sweep scratch, kpad floats each. */
+	float *p, *inv, *dka, *bsum;
+};
+
+static const char *const lda_keys[] = {
+	"seed", "data_seed", "data", "vocab", "docs", "words", "doc_len", "synth_topics",
+	"synth_alpha", "synth_beta", "topics", "alpha", "beta", "heldout_frac", "heldout_sweeps",
+	NULL
+};
+
+static int lda_configure(json_t *cfg, struct scar_error *err)
+{
+	int rc;
+
+	if ((rc = mu_cfg_known(cfg, lda_keys, "lda", err)) ||
+	    (rc = mu_cfg_seeds(cfg, err)) ||
+	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
+	    (rc = mu_cfg_str(cfg, "vocab", NULL, NULL, err)) ||
+	    (rc = mu_cfg_int(cfg, "docs", 1000, 1, INT32_MAX, err)) ||
+	    (rc = mu_cfg_int(cfg, "words", 1000, 1, INT32_MAX, err)) ||
+	    (rc = mu_cfg_int(cfg, "doc_len", 100, 1, 1 << 24, err)) ||
+	    (rc = mu_cfg_int(cfg, "synth_topics", 10, 1, 65536, err)) ||
+	    (rc = mu_cfg_real(cfg, "synth_alpha", 0.1, 1e-6, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "synth_beta", 0.05, 1e-6, 1e6, err)) ||
+	    (rc = mu_cfg_int(cfg, "topics", 10, 1, 65536, err)) ||
+	    (rc = mu_cfg_real(cfg, "alpha", 0.1, 1e-9, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "beta", 0.01, 1e-9, 1e6, err)) ||
+	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 0, 0.9, err)) ||
+	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)))
+		return rc;
+	if (json_object_get(cfg, "vocab") && !json_object_get(cfg, "data"))
+		return scar_error_set(err, SCAR_EINVAL, "lda: 'vocab' needs 'data'");
+	return 0;
+}
+
+static void lda_free(struct scar_model *m)
+{
+	if (!m)
+		return;
+	free(m->train.start);
+	free(m->train.words);
+	free(m->test.start);
+	free(m->test.words);
+	free(m->p);
+	free(m->inv);
+	free(m->dka);
+	free(m->bsum);
+	free(m);
+}
+
+/* Split the corpus's documents into train and test (seeded per-document draws). */
+static int split_docs(struct scar_model *m, const struct scar_corpus *c, double frac,
+		      uint64_t seed)
+{
+	struct scar_rng r;
+	uint8_t *held = malloc(c->docs ? c->docs : 1);
+	struct docs *ds[2] = { &m->train, &m->test };
+
+	if (!held)
+		return -1;
+	scar_rng_seed_stream(&r, seed, 21);
+	for (uint64_t d = 0; d < c->docs; d++) {
+		struct docs *x;
+
+		held[d] = frac > 0 && scar_rng_uniform(&r) < frac;
+		x = ds[held[d]];
+		x->n++;
+		x->tokens += c->doc_start[d + 1] - c->doc_start[d];
+	}
+	for (int s = 0; s < 2; s++) {
+		ds[s]->start = malloc((ds[s]->n + 1) * sizeof(uint64_t));
+		ds[s]->words = malloc((ds[s]->tokens ? ds[s]->tokens : 1) * sizeof(uint32_t));
+		if (!ds[s]->start || !ds[s]->words) {
+			free(held);
+			return -1;
+		}
+		ds[s]->start[0] = 0;
+		ds[s]->n = 0;
+	}
+	for (uint64_t d = 0; d < c->docs; d++) {
+		struct docs *x = ds[held[d]];
+		uint64_t len = c->doc_start[d + 1] - c->doc_start[d];
+
+		memcpy(x->words + x->start[x->n], c->words + c->doc_start[d], len * sizeof(uint32_t));
+		x->start[x->n + 1] = x->start[x->n] + len;
+		x->n++;
+	}
+	free(held);
+	return 0;
+}
+
+static int lda_create(struct scar_model **out, const json_t *cfg, struct scar_error *err)
+{
+	struct scar_model *m = calloc(1, sizeof(*m));
+	struct scar_corpus *c = NULL;
+	const char *path = mu_get_str(cfg, "data");
+	uint64_t seed = (uint64_t)mu_get_int(cfg, "data_seed");
+	int rc;
+
+	*out = NULL;
+	if (!m)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if (path)
+		rc = scar_uci_bow_load(path, mu_get_str(cfg, "vocab"), &c, err);
+	else
+		rc = scar_synth_corpus((uint64_t)mu_get_int(cfg, "docs"),
+				       (uint64_t)mu_get_int(cfg, "words"),
+				       (uint32_t)mu_get_int(cfg, "synth_topics"),
+				       (uint64_t)mu_get_int(cfg, "doc_len"),
+				       mu_get_real(cfg, "synth_alpha"), mu_get_real(cfg, "synth_beta"),
+				       seed, &c, NULL, err);
+	if (rc)
+		goto fail;
+	m->vocab = c->vocab;
+	m->k = (uint32_t)mu_get_int(cfg, "topics");
+	m->kpad = (m->k + 7) & ~7u;
+	m->alpha = (float)mu_get_real(cfg, "alpha");
+	m->beta = (float)mu_get_real(cfg, "beta");
+	m->vbeta = (float)((double)m->vocab * mu_get_real(cfg, "beta"));
+	m->seed = (uint64_t)mu_get_int(cfg, "seed");
+	m->heldout_sweeps = (int)mu_get_int(cfg, "heldout_sweeps");
+	if (split_docs(m, c, mu_get_real(cfg, "heldout_frac"), seed)) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!m->train.tokens) {
+		rc = scar_error_set(err, SCAR_EINVAL, "lda: no training tokens");
+		goto fail;
+	}
+	m->p = aligned_alloc(32, m->kpad * sizeof(float));
+	m->inv = aligned_alloc(32, m->kpad * sizeof(float));
+	m->dka = aligned_alloc(32, m->kpad * sizeof(float));
+	m->bsum = malloc((m->kpad / 8 + 1) * sizeof(float));
+	if (!m->p || !m->inv || !m->dka || !m->bsum) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	scar_corpus_free(c);
+	*out = m;
+	return 0;
+fail:
+	scar_corpus_free(c);
+	lda_free(m);
+	return rc;
+}
+
+static int lda_init_state(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_tensor *wt, *tt, *zt, *dt;
+	struct scar_rng r;
+	uint32_t k = m->k;
+	int rc;
+
+	if ((rc = mu_add(st, "word_topic", SCAR_I32, SCAR_ROLE_PARAM, 2, m->vocab, k, &wt, err)) ||
+	    (rc = mu_add(st, "topic_totals", SCAR_I32, SCAR_ROLE_PARAM, 1, k, 0, &tt, err)) ||
+	    (rc = mu_add(st, "z", SCAR_U32, SCAR_ROLE_STATE, 1, m->train.tokens, 0, &zt, err)) ||
+	    (rc = mu_add(st, "doc_topic", SCAR_I32, SCAR_ROLE_STATE, 2, m->train.n, k, &dt, err)))
+		return rc;
+	scar_rng_seed_stream(&r, mu_state_seed(st, 1), 1);
+	for (uint64_t d = 0; d < m->train.n; d++) {
+		int32_t *nd = (int32_t *)dt->data + d * k;
+
+		for (uint64_t t = m->train.start[d]; t < m->train.start[d + 1]; t++) {
+			uint32_t z = (uint32_t)scar_rng_below(&r, k);
+
+			((uint32_t *)zt->data)[t] = z;
+			nd[z]++;
+			((int32_t *)wt->data)[(uint64_t)m->train.words[t] * k + z]++;
+			((int32_t *)tt->data)[z]++;
+		}
+	}
+	/* The draws above come from the stream the sweeps continue. */
+	if ((rc = mu_add(st, "rng", SCAR_U64, SCAR_ROLE_STATE, 1, SCAR_RNG_WORDS, 0, &zt, err)))
+		return rc;
+	scar_rng_save(&r, zt->data);
+	return 0;
+}
+
+static inline float clamp0(int32_t v)
+{
+	return v > 0 ? (float)v : 0.0f;
+}
+
+static inline float hsum(const v8f *pv)
+{
+	v8f v = *pv;
+
+	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+struct sweep {
+	const struct scar_model *m;
+	int32_t *nwk, *nk;
+	float *inv, *dka, *p, *bsum;
+};
+
+/* Resample every token of one document. */
+KERNEL
+static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z, uint64_t len,
+		       int32_t *nd, struct scar_rng *r)
+{
+	const struct scar_model *m = s->m;
+	uint32_t k = m->k, k8 = k & ~7u, nb = k8 / 8;
+	float alpha = m->alpha, beta = m->beta, vbeta = m->vbeta;
+	float *inv = s->inv, *dka = s->dka, *p = s->p, *bsum = s->bsum;
+	const v8f bv = { beta, beta, beta, beta, beta, beta, beta, beta };
+	const v8i zero = { 0 };
+
+	for (uint32_t t = 0; t < k; t++)
+		dka[t] = clamp0(nd[t]) + alpha;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t old = z[i], nt;
+		int32_t *nw = s->nwk + (uint64_t)words[i] * k;
+		float total = 0, u;
+		uint32_t b;
+
+		/* Decrement, but never below zero (see the top of the file). */
+		nd[old] -= nd[old] > 0;
+		nw[old] -= nw[old] > 0;
+		s->nk[old] -= s->nk[old] > 0;
+		dka[old] = clamp0(nd[old]) + alpha;
+		inv[old] = 1.0f / (clamp0(s->nk[old]) + vbeta);
+		for (b = 0; b < nb; b++) {
+			v8i c = *(const v8iu *)(nw + 8 * b);
+			v8f w;
+
+			c &= c > zero;
+			w = (__builtin_convertvector(c, v8f) + bv) * *(const v8f *)(dka + 8 * b) *
+			    *(const v8f *)(inv + 8 * b);
+			*(v8f *)(p + 8 * b) = w;
+			bsum[b] = hsum(&w);
+		}
+		if (k8 < k) {
+			float tail = 0;
+
+			for (uint32_t t = k8; t < k; t++)
+				tail += (p[t] = (clamp0(nw[t]) + beta) * dka[t] * inv[t]);
+			bsum[nb] = tail;
+		}
+		for (b = 0; b < nb + (k8 < k); b++)
+			total += bsum[b];
+		u = (float)scar_rng_uniform(r) * total;
+		/* Find the block, then the topic; rounding can leave u past the end: take the last. */
+		for (b = 0; b + 1 < nb + (k8 < k) && u >= bsum[b]; b++)
+			u -= bsum[b];
+		nt = 8 * b;
+		{
+			uint32_t end = 8 * b + 8 < k ? 8 * b + 8 : k;
+
+			while (nt + 1 < end && u >= p[nt]) {
+				u -= p[nt];
+				nt++;
+			}
+		}
+		z[i] = nt;
+		nd[nt]++;
+		nw[nt]++;
+		s->nk[nt]++;
+		dka[nt] = clamp0(nd[nt]) + alpha;
+		inv[nt] = 1.0f / (clamp0(s->nk[nt]) + vbeta);
+	}
+}
+
+struct lda_view {
+	struct scar_tensor *wt, *tt, *zt, *dt;
+};
+
+static int get_view(const struct scar_model *m, const struct scar_state *st,
+		    struct lda_view *v, struct scar_error *err)
+{
+	int rc;
+
+	if ((rc = mu_find(st, "word_topic", SCAR_I32, m->vocab * m->k, &v->wt, err)) ||
+	    (rc = mu_find(st, "topic_totals", SCAR_I32, m->k, &v->tt, err)) ||
+	    (rc = mu_find(st, "z", SCAR_U32, m->train.tokens, &v->zt, err)) ||
+	    (rc = mu_find(st, "doc_topic", SCAR_I32, m->train.n * m->k, &v->dt, err)))
+		return rc;
+	return 0;
+}
+
+static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct lda_view v;
+	struct scar_rng r;
+	struct sweep s;
+	uint32_t *z;
+	int rc;
+
+	if ((rc = get_view(m, st, &v, err)) || (rc = mu_rng_get(st, &r, err)))
+		return rc;
+	z = v.zt->data;
+	for (uint64_t t = 0; t < m->train.tokens; t++)
+		if (z[t] >= m->k)
+			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'z' holds topic %u (K = %u)",
+					      z[t], m->k);
+	s.m = m;
+	s.nwk = v.wt->data;
+	s.nk = v.tt->data;
+	s.inv = m->inv;
+	s.dka = m->dka;
+	s.p = m->p;
+	s.bsum = m->bsum;
+	/* Padding lanes get weight 0: inv = 0 there. */
+	memset(m->inv, 0, m->kpad * sizeof(float));
+	memset(m->dka, 0, m->kpad * sizeof(float));
+	/* The servers' totals are the column sums of their rows. */
+	memset(s.nk, 0, m->k * sizeof(*s.nk));
+	for (uint64_t w = 0; w < m->vocab; w++)
+		for (uint32_t t = 0; t < m->k; t++) {
+			int32_t c = s.nwk[w * m->k + t];
+
+			if (c < 0)
+				s.nwk[w * m->k + t] = c = 0;
+			s.nk[t] += c;
+		}
+	for (uint64_t i = 0; i < m->train.n * m->k; i++)
+		if (((int32_t *)v.dt->data)[i] < 0)
+			((int32_t *)v.dt->data)[i] = 0;
+	for (uint32_t t = 0; t < m->k; t++)
+		m->inv[t] = 1.0f / (clamp0(s.nk[t]) + m->vbeta);
+	for (uint64_t d = 0; d < m->train.n; d++) {
+		uint64_t lo = m->train.start[d];
+
+		sample_doc(&s, m->train.words + lo, z + lo, m->train.start[d + 1] - lo,
+			   (int32_t *)v.dt->data + d * m->k, &r);
+	}
+	mu_rng_put(st, &r);
+	return 0;
+}
+
+/* 1 / (sum_w max(n_wk, 0) + V beta) per topic: phi_kw = (n_wk + beta) * colinv[k]. */
+static int phi_norms(const struct scar_model *m, const int32_t *nwk, double **out)
+{
+	double *col = calloc(m->k, sizeof(*col));
+
+	*out = col;
+	if (!col)
+		return -1;
+	for (uint64_t w = 0; w < m->vocab; w++)
+		for (uint32_t t = 0; t < m->k; t++)
+			col[t] += clamp0(nwk[w * m->k + t]);
+	for (uint32_t t = 0; t < m->k; t++)
+		col[t] = 1.0 / (col[t] + (double)m->vocab * m->beta);
+	return 0;
+}
+
+/* Sum over a document's tokens of log sum_k th[k] (max(n_wk, 0) + beta). */
+KERNEL
+static double doc_loglik(const struct scar_model *m, const int32_t *nwk, const uint32_t *words,
+			 uint64_t len, const float *th)
+{
+	uint32_t k = m->k, k8 = k & ~7u;
+	const v8f bv = { m->beta, m->beta, m->beta, m->beta, m->beta, m->beta, m->beta, m->beta };
+	const v8i zero = { 0 };
+	double ll = 0;
+
+	for (uint64_t i = 0; i < len; i++) {
+		const int32_t *nw = nwk + (uint64_t)words[i] * k;
+		v8f acc = { 0 };
+		float pw;
+
+		for (uint32_t t = 0; t < k8; t += 8) {
+			v8i c = *(const v8iu *)(nw + t);
+
+			c &= c > zero;
+			acc += (__builtin_convertvector(c, v8f) + bv) * *(const v8f *)(th + t);
+		}
+		pw = hsum(&acc);
+		for (uint32_t t = k8; t < k; t++)
+			pw += (clamp0(nw[t]) + m->beta) * th[t];
+		ll += log((double)pw);
+	}
+	return ll;
+}
+
+static int lda_objective(struct scar_model *m, const struct scar_state *st, double *out,
+			 struct scar_error *err)
+{
+	struct lda_view v;
+	double *col, ll = 0;
+	float *th = m->p;
+	uint32_t k = m->k;
+	const int32_t *nwk;
+	int rc = get_view(m, st, &v, err);
+
+	if (rc)
+		return rc;
+	nwk = v.wt->data;
+	if (phi_norms(m, nwk, &col))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	for (uint64_t d = 0; d < m->train.n; d++) {
+		const int32_t *nd = (const int32_t *)v.dt->data + d * k;
+		uint64_t lo = m->train.start[d];
+		double nsum = 0;
+
+		for (uint32_t t = 0; t < k; t++)
+			nsum += clamp0(nd[t]);
+		/* theta_dk * colinv_k, so a token costs one K-long dot product. */
+		for (uint32_t t = 0; t < k; t++)
+			th[t] = (float)((clamp0(nd[t]) + m->alpha) / (nsum + k * (double)m->alpha) * col[t]);
+		ll += doc_loglik(m, nwk, m->train.words + lo, m->train.start[d + 1] - lo, th);
+	}
+	free(col);
+	*out = ll / (double)m->train.tokens;
+	return 0;
+}
+
+static int lda_heldout(struct scar_model *m, const struct scar_state *st, double *out,
+		       struct scar_error *err)
+{
+	struct lda_view v;
+	struct scar_rng r;
+	double *col, *phiw, *nd, ll = 0;
+	uint32_t k = m->k, *z = NULL;
+	uint64_t maxlen = 0, npred = 0;
+	const int32_t *nwk;
+	int rc = get_view(m, st, &v, err);
+
+	if (rc)
+		return rc;
+	if (!m->test.tokens)
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "lda: no held-out documents");
+	nwk = v.wt->data;
+	for (uint64_t d = 0; d < m->test.n; d++)
+		if (m->test.start[d + 1] - m->test.start[d] > maxlen)
+			maxlen = m->test.start[d + 1] - m->test.start[d];
+	phiw = malloc(2 * k * sizeof(*phiw));
+	z = malloc((maxlen / 2 + 1) * sizeof(*z));
+	if (phi_norms(m, nwk, &col) || !phiw || !z) {
+		free(col);
+		free(phiw);
+		free(z);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	nd = phiw + k;
+	scar_rng_seed_stream(&r, m->seed, 22);
+	for (uint64_t d = 0; d < m->test.n; d++) {
+		const uint32_t *w = m->test.words + m->test.start[d];
+		uint64_t len = m->test.start[d + 1] - m->test.start[d], nobs = (len + 1) / 2;
+
+		if (len < 2)
+			continue;
+		memset(nd, 0, k * sizeof(*nd));
+		for (uint64_t i = 0; i < nobs; i++) {
+			z[i] = (uint32_t)scar_rng_below(&r, k);
+			nd[z[i]]++;
+		}
+		for (int sw = 0; sw < m->heldout_sweeps; sw++)
+			for (uint64_t i = 0; i < nobs; i++) {
+				const int32_t *nw = nwk + (uint64_t)w[2 * i] * k;
+				double tot = 0, u;
+				uint32_t t;
+
+				nd[z[i]]--;
+				for (t = 0; t < k; t++)
+					tot += (phiw[t] = (nd[t] + m->alpha) * (clamp0(nw[t]) + m->beta) * col[t]);
+				u = scar_rng_uniform(&r) * tot;
+				for (t = 0; t + 1 < k && u >= phiw[t]; t++)
+					u -= phiw[t];
+				z[i] = t;
+				nd[t]++;
+			}
+		for (uint64_t i = 1; i < len; i += 2) {
+			const int32_t *nw = nwk + (uint64_t)w[i] * k;
+			double pw = 0;
+
+			for (uint32_t t = 0; t < k; t++)
+				pw += (nd[t] + m->alpha) * (clamp0(nw[t]) + m->beta) * col[t];
+			ll += log(pw / ((double)nobs + k * (double)m->alpha));
+			npred++;
+		}
+	}
+	free(col);
+	free(phiw);
+	free(z);
+	if (!npred)
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "lda: held-out documents are too short");
+	*out = ll / (double)npred;
+	return 0;
+}
+
+const struct scar_model_def scar_model_lda = {
+	.name = "lda",
+	.summary = "latent Dirichlet allocation by collapsed Gibbs sampling (one sweep per iteration)",
+	.objective_name = "loglik_per_token",
+	.objective_higher_better = 1,
+	.heldout_name = "heldout_loglik_per_token",
+	.heldout_higher_better = 1,
+	.configure = lda_configure,
+	.create = lda_create,
+	.init_state = lda_init_state,
+	.step = lda_step,
+	.objective = lda_objective,
+	.heldout = lda_heldout,
+	.contraction = NULL,
+	.dist_to_opt = NULL,
+	.free = lda_free,
+};
