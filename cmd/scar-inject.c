@@ -1,0 +1,511 @@
+/*
+ * scar-inject - perturb a checkpoint: lose shards and reset their rows, add
+ * noise of an exact norm, flip bits, reduce precision, mix in an older
+ * checkpoint. Reads IN (default stdin), writes OUT (default stdout) with
+ * every state tensor kept, so scar-train can resume from it, and reports
+ * what it did with ||OUT - IN|| as JSON on stderr or to --report FILE.
+ * The work is in scar/perturb.h; delta_norm comes from scar/diff.h, the same
+ * code scar-diff measures with.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scar/ckpt.h"
+#include "scar/diff.h"
+#include "scar/model.h"
+#include "scar/perturb.h"
+#include "cli.h"
+
+enum {
+	OPT_BITFLIP_COUNT = 256, OPT_BITFLIP_RATE, OPT_BITS, OPT_LOSE_COUNT, OPT_LOSE_FRACTION,
+	OPT_LOSE_SHARDS, OPT_MIX, OPT_NOISE_L2, OPT_NOISE_REL, OPT_QUANTIZE, OPT_REPORT,
+	OPT_RESET, OPT_ROWS, OPT_SEED, OPT_SHARD, OPT_STALE, OPT_TENSOR,
+};
+
+static const struct option opts[] = {
+	{ "bitflip-count", required_argument, NULL, OPT_BITFLIP_COUNT },
+	{ "bitflip-rate", required_argument, NULL, OPT_BITFLIP_RATE },
+	{ "bits", required_argument, NULL, OPT_BITS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "lose-count", required_argument, NULL, OPT_LOSE_COUNT },
+	{ "lose-fraction", required_argument, NULL, OPT_LOSE_FRACTION },
+	{ "lose-shards", required_argument, NULL, OPT_LOSE_SHARDS },
+	{ "mix", required_argument, NULL, OPT_MIX },
+	{ "noise-l2", required_argument, NULL, OPT_NOISE_L2 },
+	{ "noise-rel", required_argument, NULL, OPT_NOISE_REL },
+	{ "quantize", required_argument, NULL, OPT_QUANTIZE },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "reset", required_argument, NULL, OPT_RESET },
+	{ "rows", required_argument, NULL, OPT_ROWS },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "shard", required_argument, NULL, OPT_SHARD },
+	{ "stale", required_argument, NULL, OPT_STALE },
+	{ "tensor", required_argument, NULL, OPT_TENSOR },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: scar-inject [--bitflip-count N | --bitflip-rate P] [--bits CLASS]\n"
+		"                   [--lose-count N | --lose-fraction F | --lose-shards LIST]\n"
+		"                   [--mix A] [--noise-l2 X | --noise-rel R] [--quantize FMT]\n"
+		"                   [--report FILE] [--reset HOW] [--rows A:B] [--seed N]\n"
+		"                   [--shard N] [--stale OLD] [--tensor NAME] [IN [OUT]]\n"
+		"\n"
+		"Perturb checkpoint IN (default stdin) into OUT (default stdout) in exactly one\n"
+		"way, and report it with delta_norm = ||OUT - IN|| as JSON on stderr.\n"
+		"\n"
+		"      --bitflip-count N    flip exactly N distinct bits\n"
+		"      --bitflip-rate P     flip each eligible bit with probability P\n"
+		"      --bits CLASS         which bits flip: any (default), sign, exponent, mantissa\n"
+		"  -h, --help               show this help and exit\n"
+		"      --lose-count N       lose N shards chosen by --seed\n"
+		"      --lose-fraction F    lose a fraction F of the shards (at least one)\n"
+		"      --lose-shards LIST   lose these shards (e.g. 0,3,5-7)\n"
+		"      --mix A              with --stale: x = (1-A) x + A old (default 1)\n"
+		"      --noise-l2 X         add Gaussian noise of L2 norm exactly X\n"
+		"      --noise-rel R        add Gaussian noise of norm R times the selection's norm\n"
+		"      --quantize FMT       round through f16, bf16 or int8 (per-row scale)\n"
+		"      --report FILE        write the JSON report to FILE instead of stderr\n"
+		"      --reset HOW          lost rows become: zero (default), random, init,\n"
+		"                           or from=OLD (the rows of checkpoint OLD)\n"
+		"      --rows A:B           only rows A..B-1 (either end may be left out)\n"
+		"      --seed N             seed of every random choice (default 1)\n"
+		"      --shard N            only the rows of shard N\n"
+		"      --stale OLD          mix the selected rows with checkpoint OLD's\n"
+		"      --tensor NAME        only this tensor (default: every parameter tensor)\n"
+		"  -V, --version            show the version and exit\n");
+}
+
+enum kind { K_NONE, K_LOSE, K_NOISE, K_BITFLIP, K_QUANT, K_STALE };
+static const char *const kind_names[] = { "none", "lose", "noise", "bitflip", "quantize", "stale" };
+
+struct args {
+	enum kind kind;
+	const char *kind_opt;
+	const char *lose_list;
+	uint64_t lose_count;
+	double lose_fraction;
+	const char *reset;
+	double noise_l2, noise_rel;
+	int noise_is_rel;
+	double bit_rate;
+	uint64_t bit_count;
+	int bit_is_count;
+	const char *bits;
+	const char *quant;
+	const char *stale;
+	double mix;
+	int have_mix;
+	uint64_t seed;
+	int have_seed;
+	struct scar_select sel;
+	const char *report;
+};
+
+static void set_kind(struct args *a, enum kind k, const char *opt)
+{
+	if (a->kind != K_NONE && (a->kind != k || strcmp(a->kind_opt, opt) != 0))
+		cli_usage_error("'%s' and '%s' exclude each other: give one perturbation "
+				"(pipe scar-inject into itself to combine)", a->kind_opt, opt);
+	a->kind = k;
+	a->kind_opt = opt;
+}
+
+static void parse_rows(const char *s, struct scar_select *sel)
+{
+	const char *colon = strchr(s, ':');
+	char lo[32];
+	size_t n;
+
+	if (!colon)
+		cli_usage_error("option '--rows': '%s' is not A:B", s);
+	n = (size_t)(colon - s);
+	if (n >= sizeof(lo))
+		cli_usage_error("option '--rows': '%s' is not A:B", s);
+	memcpy(lo, s, n);
+	lo[n] = 0;
+	sel->row_lo = n ? cli_parse_u64("--rows", lo, 0, UINT64_MAX - 1) : 0;
+	sel->row_hi = colon[1] ? cli_parse_u64("--rows", colon + 1, 1, UINT64_MAX) : UINT64_MAX;
+	if (sel->row_hi <= sel->row_lo)
+		cli_usage_error("option '--rows': '%s' is an empty range", s);
+}
+
+/* "0,3,5-7" into lost[S]; usage error on anything else or a shard >= S. */
+static void parse_shards(const char *list, uint32_t S, uint8_t *lost)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+
+	if (!copy)
+		cli_die("out of memory");
+	memset(lost, 0, S);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(tok, '-');
+		uint64_t a, b;
+
+		if (dash && dash != tok) {
+			*dash = 0;
+			a = cli_parse_u64("--lose-shards", tok, 0, UINT32_MAX);
+			b = cli_parse_u64("--lose-shards", dash + 1, 0, UINT32_MAX);
+		} else {
+			a = b = cli_parse_u64("--lose-shards", tok, 0, UINT32_MAX);
+		}
+		if (a > b)
+			cli_usage_error("option '--lose-shards': %llu-%llu is an empty range",
+					(unsigned long long)a, (unsigned long long)b);
+		if (b >= S)
+			cli_usage_error("option '--lose-shards': shard %llu does not exist (the "
+					"checkpoint has %u shards)", (unsigned long long)b, S);
+		for (uint64_t s = a; s <= b; s++)
+			lost[s] = 1;
+	}
+	free(copy);
+}
+
+static struct scar_state *load(const char *path)
+{
+	struct scar_state *st = NULL;
+	struct scar_error err;
+
+	scar_error_clear(&err);
+	if (scar_ckpt_load(path, &st, &err) < 0)
+		cli_die_error(&err);
+	return st;
+}
+
+/* The iteration-0 state of the checkpoint's model under another seed. */
+static struct scar_state *initial_state(const struct scar_state *st, uint64_t seed)
+{
+	const struct scar_model_def *def = scar_model_find(st->model);
+	struct scar_model *m = NULL;
+	struct scar_state *init = NULL;
+	struct scar_error err;
+	json_t *config;
+
+	if (!def)
+		cli_die("cannot draw initial rows: unknown model '%s' (use --reset zero, random "
+			"or from=OLD)", st->model[0] ? st->model : "(none)");
+	scar_error_clear(&err);
+	config = json_deep_copy(st->config);
+	if (!config || json_object_set_new(config, "seed", json_integer((json_int_t)seed)) < 0)
+		cli_die("out of memory");
+	if (def->configure(config, &err) < 0 || def->create(&m, config, &err) < 0 ||
+	    scar_state_new(&init, st->model, &err) < 0)
+		cli_die_error(&err);
+	json_decref(init->config);
+	init->config = config;
+	init->shards = st->shards;
+	if (def->init_state(m, init, &err) < 0)
+		cli_die_error(&err);
+	def->free(m);
+	return init;
+}
+
+static json_t *select_json(const struct scar_select *sel)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "tensor", sel->tensor ? json_string(sel->tensor) : json_null());
+	json_object_set_new(o, "shard", sel->shard >= 0 ? json_integer(sel->shard) : json_null());
+	json_object_set_new(o, "rows", json_pack("[I,o]", (json_int_t)sel->row_lo,
+						 sel->row_hi == UINT64_MAX ? json_null() :
+						 json_integer((json_int_t)sel->row_hi)));
+	return o;
+}
+
+static void record(struct scar_state *st, json_t *what)
+{
+	json_t *log = json_object_get(st->extra, "injections");
+
+	if (!json_is_array(log)) {
+		log = json_array();
+		json_object_set_new(st->extra, "injections", log);
+	}
+	json_array_append(log, what);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	struct scar_state *st, *orig, *other = NULL;
+	struct scar_perturb_report rep;
+	struct scar_diff_result *dp = NULL, *da = NULL;
+	struct scar_diff_opts dopt;
+	struct scar_error err;
+	struct scar_rng rng;
+	const char *in = "-", *out = "-";
+	json_t *j, *what;
+	uint8_t *lost = NULL;
+	double achieved = 0, target = 0, in_norm;
+	int c, rc = 0;
+
+	cli_init(argv[0]);
+	memset(&a, 0, sizeof(a));
+	a.seed = 1;
+	a.mix = 1;
+	scar_select_init(&a.sel);
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_BITFLIP_COUNT:
+			set_kind(&a, K_BITFLIP, "--bitflip-count");
+			a.bit_count = cli_parse_u64("--bitflip-count", optarg, 0, UINT64_MAX / 2);
+			a.bit_is_count = 1;
+			break;
+		case OPT_BITFLIP_RATE:
+			set_kind(&a, K_BITFLIP, "--bitflip-rate");
+			a.bit_rate = cli_parse_double("--bitflip-rate", optarg, 0, 1);
+			break;
+		case OPT_BITS:
+			if (!scar_bits_parse(optarg))
+				cli_usage_error("option '--bits': '%s' is not any, sign, exponent or "
+						"mantissa", optarg);
+			a.bits = optarg;
+			break;
+		case 'h': usage(stdout); return 0;
+		case OPT_LOSE_COUNT:
+			set_kind(&a, K_LOSE, "--lose-count");
+			a.lose_count = cli_parse_u64("--lose-count", optarg, 1, UINT32_MAX);
+			break;
+		case OPT_LOSE_FRACTION:
+			set_kind(&a, K_LOSE, "--lose-fraction");
+			a.lose_fraction = cli_parse_fraction("--lose-fraction", optarg);
+			break;
+		case OPT_LOSE_SHARDS:
+			set_kind(&a, K_LOSE, "--lose-shards");
+			a.lose_list = optarg;
+			break;
+		case OPT_MIX:
+			a.mix = cli_parse_double("--mix", optarg, 0, 1);
+			a.have_mix = 1;
+			break;
+		case OPT_NOISE_L2:
+			set_kind(&a, K_NOISE, "--noise-l2");
+			a.noise_l2 = cli_parse_double("--noise-l2", optarg, 0, 1e300);
+			break;
+		case OPT_NOISE_REL:
+			set_kind(&a, K_NOISE, "--noise-rel");
+			a.noise_rel = cli_parse_double("--noise-rel", optarg, 0, 1e300);
+			a.noise_is_rel = 1;
+			break;
+		case OPT_QUANTIZE:
+			set_kind(&a, K_QUANT, "--quantize");
+			if (!scar_quant_parse(optarg))
+				cli_usage_error("option '--quantize': '%s' is not f16, bf16 or int8", optarg);
+			a.quant = optarg;
+			break;
+		case OPT_REPORT: a.report = optarg; break;
+		case OPT_RESET:
+			if (strcmp(optarg, "zero") && strcmp(optarg, "random") && strcmp(optarg, "init") &&
+			    (strncmp(optarg, "from=", 5) || !optarg[5]))
+				cli_usage_error("option '--reset': '%s' is not zero, random, init or "
+						"from=OLD", optarg);
+			a.reset = optarg;
+			break;
+		case OPT_ROWS: parse_rows(optarg, &a.sel); break;
+		case OPT_SEED:
+			a.seed = cli_parse_u64("--seed", optarg, 0, UINT64_MAX);
+			a.have_seed = 1;
+			break;
+		case OPT_SHARD:
+			a.sel.shard = (int64_t)cli_parse_u64("--shard", optarg, 0, UINT32_MAX);
+			break;
+		case OPT_STALE:
+			set_kind(&a, K_STALE, "--stale");
+			a.stale = optarg;
+			break;
+		case OPT_TENSOR: a.sel.tensor = optarg; break;
+		case 'V': cli_version();
+		default: usage(stderr); return EXIT_TROUBLE;
+		}
+	}
+	if (a.kind == K_NONE)
+		cli_usage_error("nothing to do: give one perturbation (--lose-*, --noise-*, "
+				"--bitflip-*, --quantize or --stale)");
+	if (a.reset && a.kind != K_LOSE)
+		cli_usage_error("--reset goes with --lose-shards, --lose-count or --lose-fraction");
+	if (a.bits && a.kind != K_BITFLIP)
+		cli_usage_error("--bits goes with --bitflip-rate or --bitflip-count");
+	if (a.have_mix && a.kind != K_STALE)
+		cli_usage_error("--mix goes with --stale");
+	if (argc - optind > 2)
+		cli_usage_error("too many operands");
+	if (optind < argc)
+		in = argv[optind];
+	if (optind + 1 < argc)
+		out = argv[optind + 1];
+	if (cli_is_stdio(in))
+		cli_refuse_tty_stdin();
+	if (cli_is_stdio(out))
+		cli_refuse_binary_tty();
+
+	st = load(in);
+	scar_error_clear(&err);
+	if (scar_state_clone(&orig, st, &err) < 0)
+		cli_die_error(&err);
+	scar_rng_seed(&rng, a.seed);
+	what = json_pack("{s:s, s:s, s:I, s:o}", "type", "inject", "kind", kind_names[a.kind],
+			 "seed", (json_int_t)a.seed, "select", select_json(&a.sel));
+	if (!what)
+		cli_die("out of memory");
+	if (scar_select_check(st, &a.sel, &err) < 0)
+		cli_die("%s in '%s'", err.msg, in);
+
+	switch (a.kind) {
+	case K_LOSE: {
+		uint32_t S = st->shards ? st->shards : 1;
+		const char *reset = a.reset ? a.reset : "zero";
+		enum scar_reset how = SCAR_RESET_ZERO;
+		json_t *ls = json_array();
+
+		lost = calloc(S, 1);
+		if (!lost || !ls)
+			cli_die("out of memory");
+		if (a.lose_list) {
+			parse_shards(a.lose_list, S, lost);
+		} else {
+			uint64_t n = a.lose_count;
+
+			if (!n) {
+				n = (uint64_t)llround(a.lose_fraction * S);
+				n = n < 1 ? 1 : n;
+			}
+			if (n > S)
+				cli_usage_error("option '--lose-count': cannot lose %llu of %u shards",
+						(unsigned long long)n, S);
+			if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
+				cli_die_error(&err);
+		}
+		if (strcmp(reset, "random") == 0) {
+			how = SCAR_RESET_RANDOM;
+		} else if (strcmp(reset, "init") == 0) {
+			how = SCAR_RESET_FROM;
+			other = initial_state(st, a.seed);
+		} else if (strncmp(reset, "from=", 5) == 0) {
+			how = SCAR_RESET_FROM;
+			other = load(reset + 5);
+		}
+		rc = scar_perturb_lose(st, &a.sel, lost, how, other, &rng, &rep, &err);
+		for (uint32_t s = 0; s < S; s++)
+			if (lost[s])
+				json_array_append_new(ls, json_integer(s));
+		json_object_set_new(what, "shards_lost", ls);
+		json_object_set_new(what, "reset", json_string(reset));
+		break;
+	}
+	case K_NOISE:
+		target = a.noise_l2;
+		if (a.noise_is_rel) {
+			target = a.noise_rel * scar_perturb_norm(st, &a.sel);
+			json_object_set_new(what, "noise_rel", json_real(a.noise_rel));
+		}
+		json_object_set_new(what, "noise_l2", json_real(target));
+		rc = scar_perturb_noise(st, &a.sel, target, &rng, &achieved, &rep, &err);
+		break;
+	case K_BITFLIP: {
+		enum scar_bits bits = a.bits ? scar_bits_parse(a.bits) : SCAR_BITS_ANY;
+
+		json_object_set_new(what, "bits", json_string(scar_bits_name(bits)));
+		if (a.bit_is_count) {
+			json_object_set_new(what, "count", json_integer((json_int_t)a.bit_count));
+			rc = scar_perturb_bitflip_count(st, &a.sel, bits, a.bit_count, &rng, &rep, &err);
+		} else {
+			json_object_set_new(what, "rate", json_real(a.bit_rate));
+			rc = scar_perturb_bitflip_rate(st, &a.sel, bits, a.bit_rate, &rng, &rep, &err);
+		}
+		json_object_set_new(what, "bits_flipped", json_integer((json_int_t)rep.bits));
+		break;
+	}
+	case K_QUANT:
+		json_object_set_new(what, "format", json_string(a.quant));
+		rc = scar_perturb_quantize(st, &a.sel, scar_quant_parse(a.quant), &rep, &err);
+		break;
+	case K_STALE:
+		other = load(a.stale);
+		json_object_set_new(what, "stale", json_string(a.stale));
+		json_object_set_new(what, "stale_iteration", json_integer((json_int_t)other->iteration));
+		json_object_set_new(what, "mix", json_real(a.mix));
+		rc = scar_perturb_mix(st, &a.sel, other, a.mix, &rep, &err);
+		break;
+	case K_NONE:
+		break;
+	}
+	if (rc < 0)
+		cli_die_error(&err);
+
+	/* ||OUT - IN|| exactly as scar-diff measures it: param tensors, same code */
+	scar_diff_opts_init(&dopt);
+	dopt.top_k = 0;
+	if (scar_diff_states(orig, st, &dopt, &dp, &err) < 0)
+		cli_die_error(&err);
+	dopt.all = 1;
+	if (scar_diff_states(orig, st, &dopt, &da, &err) < 0)
+		cli_die_error(&err);
+	in_norm = dp->total.norm_a;
+	json_object_set_new(what, "tensors_touched", json_integer((json_int_t)rep.tensors));
+	json_object_set_new(what, "rows_touched", json_integer((json_int_t)rep.rows));
+	json_object_set_new(what, "elements_touched", json_integer((json_int_t)rep.elements));
+	if (rep.skipped)
+		json_object_set_new(what, "rows_skipped", json_integer((json_int_t)rep.skipped));
+	json_object_set_new(what, "delta_norm", isfinite(dp->total.l2) ?
+			    json_real(dp->total.l2) : json_null());
+	json_object_set_new(what, "rel_delta_norm", isfinite(dp->total.l2 / in_norm) ?
+			    json_real(in_norm > 0 ? dp->total.l2 / in_norm : 0) : json_null());
+	json_object_set_new(what, "changed", json_integer((json_int_t)da->total.changed));
+	record(st, what);
+
+	j = json_pack("{s:s, s:i}", "type", "inject", "version", 1);
+	if (!j || json_object_update(j, what) < 0)
+		cli_die("out of memory");
+	json_object_set_new(j, "input", json_string(in));
+	json_object_set_new(j, "output", json_string(out));
+	json_object_set_new(j, "model", json_string(st->model));
+	json_object_set_new(j, "iteration", json_integer((json_int_t)st->iteration));
+	{
+		json_t *ts = json_array();
+
+		for (size_t i = 0; i < da->ntensors; i++) {
+			const struct scar_diff_tensor *t = &da->tensors[i];
+
+			if (!t->n.changed)
+				continue;
+			json_array_append_new(ts, json_pack("{s:s, s:s, s:o, s:I}", "name", t->name,
+							    "role", scar_role_name(t->role), "l2",
+							    isfinite(t->n.l2) ? json_real(t->n.l2) :
+							    json_null(), "changed",
+							    (json_int_t)t->n.changed));
+		}
+		json_object_set_new(j, "tensors", ts);
+	}
+
+	if (scar_ckpt_save(st, out, NULL, &err) < 0)
+		cli_die_error(&err);
+	if (a.report) {
+		FILE *f = fopen(a.report, "w");
+
+		if (!f)
+			cli_die("cannot write report '%s': %s", a.report, strerror(errno));
+		json_dumpf(j, f, JSON_COMPACT);
+		fputc('\n', f);
+		if (fclose(f) != 0)
+			cli_die("cannot write report '%s': %s", a.report, strerror(errno));
+	} else {
+		json_dumpf(j, stderr, JSON_COMPACT);
+		fputc('\n', stderr);
+	}
+	json_decref(j);
+	json_decref(what);
+	scar_diff_result_free(dp);
+	scar_diff_result_free(da);
+	scar_state_free(st);
+	scar_state_free(orig);
+	scar_state_free(other);
+	free(lost);
+	return 0;
+}
