@@ -176,6 +176,16 @@ int scar_movielens_load(const char *path, struct scar_ratings **out, struct scar
 		goto out;
 	}
 	r->n = n;
+	/* Give back the growth slack: the arrays stay for the whole run. */
+	{
+		void *a = realloc(r->user, n * sizeof(*r->user));
+		void *b = realloc(r->item, n * sizeof(*r->item));
+		void *c = realloc(r->rating, n * sizeof(*r->rating));
+
+		r->user = a ? a : r->user;
+		r->item = b ? b : r->item;
+		r->rating = c ? c : r->rating;
+	}
 	if ((rc = ml_remap(r->user, n, &r->users, err)) < 0 ||
 	    (rc = ml_remap(r->item, n, &r->items, err)) < 0)
 		goto out;

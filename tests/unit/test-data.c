@@ -189,6 +189,10 @@ static void test_movielens(void)
 		CHECK(r->rating[1] == 4.5f && r->rating[2] == 0.5f && r->rating[3] == 2.5f);
 		scar_ratings_free(r);
 	}
+	r = NULL;
+	CHECK_RC(scar_movielens_load(fx("ml-crlf.csv"), &r, NULL));
+	CHECK(r && r->n == 2 && r->users == 2 && r->items == 2 && r->rating[1] == 4.5f);
+	scar_ratings_free(r);
 	scar_error_clear(&e);
 	r = (struct scar_ratings *)1;
 	CHECK(scar_movielens_load(fx("ml-bad-line.csv"), &r, &e) == SCAR_EFORMAT);
