@@ -31,18 +31,24 @@ tools/mkckpt --bytes "$size" --cols "$cols" --no-state --raw "$raw"
 
 now() { date +%s%N; }
 
-# median_of CMD...: run CMD $runs times, print the median wall time in seconds.
+# median_of CMD...: run CMD $runs times; print the median wall seconds and
+# the median CPU (user + system) seconds. CPU time is what to compare when
+# the machine is busy with other work.
 median_of() {
 	i=0
-	: > "$out/times"
+	: > "$out/wall"
+	: > "$out/cpu"
 	while [ "$i" -lt "$runs" ]; do
 		s=$(now)
-		"$@"
+		/usr/bin/time -f '%U %S' -o "$out/t1" "$@"
 		e=$(now)
-		echo $(((e - s) / 1000)) >> "$out/times"
+		echo $(((e - s) / 1000)) >> "$out/wall"
+		awk '{ print $1 + $2 }' "$out/t1" >> "$out/cpu"
 		i=$((i + 1))
 	done
-	sort -n "$out/times" | awk -v n="$runs" 'NR == int((n + 1) / 2) { printf "%.3f\n", $1 / 1e6 }'
+	w=$(sort -n "$out/wall" | awk -v n="$runs" 'NR == int((n + 1) / 2) { printf "%.3f", $1 / 1e6 }')
+	c=$(sort -n "$out/cpu" | awk -v n="$runs" 'NR == int((n + 1) / 2) { printf "%.2f", $1 }')
+	echo "$w $c"
 }
 
 t_cat=$(median_of sh -c "cat '$raw' > /dev/null")
@@ -62,22 +68,31 @@ raw_b=$(wc -c < "$raw")
 lz_b=$(wc -c < "$lz")
 ck_b=$(wc -c < "$ck")
 
-mb() { awk -v b="$raw_b" -v t="$1" 'BEGIN { printf "%.0f", b / t / 1048576 }'; }
-x() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+mb() { awk -v b="$raw_b" -v t="$1" 'BEGIN { if (t > 0) printf "%.0f", b / t / 1048576; else printf "-" }'; }
+x() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "-" }'; }
+# row LABEL WALL CPU [PEER_WALL PEER_CPU PEER_NAME]
+row() {
+	if [ $# -ge 6 ]; then
+		printf '%-32s %8s %7s %6s  %6s %6s  %s\n' "$1" "$2" "$(mb "$2")" "$3" \
+			"$(x "$4" "$2")" "$(x "$5" "$3")" "$6"
+	else
+		printf '%-32s %8s %7s %6s\n' "$1" "$2" "$(mb "$2")" "$3"
+	fi
+}
 
 printf 'scar checkpoint vs lz4 %s: %d MiB of gaussian f32 in 8 shards, median of %d runs\n' \
 	"$(lz4 -V 2>&1 | sed -n 's/.* v\([0-9.]*\).*/\1/p')" $((raw_b >> 20)) "$runs"
-printf '%-34s %9s %9s  %s\n' operation seconds MiB/s "speed vs peer"
-printf '%-34s %9s %9s  %s\n' "cat raw > /dev/null" "$t_cat" "$(mb "$t_cat")" "(floor)"
-printf '%-34s %9s %9s  %s\n' "lz4 -1 raw -> file" "$t_lz4c" "$(mb "$t_lz4c")" "1.00x"
-printf '%-34s %9s %9s  %s\n' "scar write, fsync off (import)" "$t_wnosync" "$(mb "$t_wnosync")" "$(x "$t_lz4c" "$t_wnosync") of lz4 -1"
-printf '%-34s %9s %9s  %s\n' "scar write, fsync on (import)" "$t_wsync" "$(mb "$t_wsync")" "$(x "$t_lz4c" "$t_wsync") of lz4 -1"
-printf '%-34s %9s %9s  %s\n' "lz4 -d -> /dev/null" "$t_lz4d" "$(mb "$t_lz4d")" "1.00x"
-printf '%-34s %9s %9s  %s\n' "scar read (verify)" "$t_read" "$(mb "$t_read")" "$(x "$t_lz4d" "$t_read") of lz4 -d"
-printf '%-34s %9s %9s  %s\n' "scar info (reads all sections)" "$t_info" "$(mb "$t_info")" "$(x "$t_lz4d" "$t_info") of lz4 -d"
+printf '%-32s %8s %7s %6s  %6s %6s  %s\n' operation wall_s MiB/s cpu_s wall_x cpu_x "speed relative to"
+row "cat raw > /dev/null" $t_cat
+row "lz4 -1 raw -> file" $t_lz4c
+row "scar write, fsync off (import)" $t_wnosync $t_lz4c "lz4 -1"
+row "scar write, fsync on (import)" $t_wsync $t_lz4c "lz4 -1"
+row "lz4 -d -> /dev/null" $t_lz4d
+row "scar read (verify)" $t_read $t_lz4d "lz4 -d"
+row "scar info (reads all sections)" $t_info $t_lz4d "lz4 -d"
 printf 'sizes: raw %d, lz4 %d (ratio %s), checkpoint %d (ratio %s)\n' "$raw_b" "$lz_b" \
 	"$(x "$raw_b" "$lz_b")" "$ck_b" "$(x "$raw_b" "$ck_b")"
 printf 'peak RSS KiB: verify %d, info %d; bound 2 x largest section + 16 MiB = %d: %s\n' \
 	"$rss_verify" "$rss_info" "$bound" \
 	"$([ "$rss_verify" -le "$bound" ] && [ "$rss_info" -le "$bound" ] && echo within || echo EXCEEDED)"
-rm -f "$raw" "$ck" "$lz" "$out/times"
+rm -f "$raw" "$ck" "$lz" "$out/wall" "$out/cpu" "$out/t1"

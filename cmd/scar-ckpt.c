@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,10 @@
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "cli.h"
+
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0
+#endif
 
 enum {
 	OPT_COMPRESS = 256, OPT_DTYPE, OPT_FORMAT, OPT_ITERATION, OPT_JSON, OPT_LEVEL,
@@ -1184,8 +1189,28 @@ static void convert_tensor(struct scar_tensor **tp, enum scar_dtype dtype)
 	*tp = n;
 }
 
+/*
+ * A tensor whose data points into a read-only mapping of its input file
+ * while the checkpoint is written: no copy, and none of the page faults of
+ * filling fresh memory. unmap_tensor puts the tensor's own buffer back.
+ */
+struct mapping {
+	struct scar_tensor *t;
+	void *own, *map;
+	size_t len;
+};
+
+static void unmap_tensor(struct mapping *m)
+{
+	if (!m->map)
+		return;
+	m->t->data = m->own;
+	munmap(m->map, m->len);
+	m->map = NULL;
+}
+
 static struct scar_tensor *import_file(const char *path, const char *name,
-				       const struct import_opts *io)
+				       const struct import_opts *io, struct mapping *m)
 {
 	const char *why = NULL;
 	unsigned char head[10], *rest = NULL;
@@ -1307,6 +1332,19 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 		goto fail;
 	}
 	bytes = scar_tensor_bytes(t);
+	m->map = NULL;
+	if (is_reg && !swap && (!io->dtype || io->dtype == dtype) && bytes >= (1u << 20)) {
+		void *p = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+
+		if (p != MAP_FAILED) {
+			m->t = t;
+			m->own = t->data;
+			m->map = p;
+			m->len = (size_t)fsize;
+			t->data = (unsigned char *)p + off;
+			goto done;
+		}
+	}
 	if (is_reg) {
 		rc = read_full(fd, t->data, bytes);
 		if (rc != 1) {
@@ -1398,9 +1436,10 @@ static int cmd_import(int argc, char **argv)
 	struct scar_ckpt_save_opts so;
 	const char *out = NULL, *name = NULL, *model = "";
 	struct scar_state *st = NULL;
+	struct mapping *maps = NULL;
 	struct scar_error e;
 	uint64_t iteration = 0, shards = 1;
-	int c, i, status = EXIT_TROUBLE, sync = 1;
+	int c, i, status = EXIT_TROUBLE, sync = 1, nmaps = 0;
 
 	while ((c = next_opt(argc, argv, ":ho:", import_opts)) != -1) {
 		switch (c) {
@@ -1436,6 +1475,7 @@ static int cmd_import(int argc, char **argv)
 		cli_die_error(&e);
 	st->iteration = iteration;
 	st->shards = (uint32_t)shards;
+	maps = xmalloc((size_t)(argc - optind) * sizeof(*maps));
 	for (i = optind; i < argc; i++) {
 		const char *path = argv[i];
 		struct scar_tensor *t;
@@ -1447,9 +1487,10 @@ static int cmd_import(int argc, char **argv)
 			snprintf(nm, sizeof(nm), "%s", name);
 		else
 			default_name(nm, sizeof(nm), path);
-		t = import_file(path, nm, &io);
+		t = import_file(path, nm, &io, &maps[nmaps]);
 		if (!t)
 			goto out;
+		nmaps++;
 		if (scar_state_add(st, t, &e) < 0) {
 			warn_err(path, &e);
 			goto out;
@@ -1459,6 +1500,9 @@ static int cmd_import(int argc, char **argv)
 	so.sync = sync;
 	status = save_state(st, out, &so);
 out:
+	for (i = 0; i < nmaps; i++)
+		unmap_tensor(&maps[i]);
+	free(maps);
 	scar_state_free(st);
 	return status;
 }
