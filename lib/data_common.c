@@ -186,11 +186,12 @@ const char *scar_data_parse_double(const char *s, double *out)
 	return end;
 }
 
-const char *scar_data_token(const char *s, char *buf, size_t size)
+const char *scar_data_token(const char *s, const char *stops, char *buf, size_t size)
 {
 	size_t n = 0;
 
-	while (s[n] && s[n] != ' ' && s[n] != '\t' && n + 1 < size && n < 40)
+	while (s[n] && s[n] != ' ' && s[n] != '\t' && !(stops && strchr(stops, s[n])) &&
+	       n + 1 < size && n < 40)
 		n++;
 	memcpy(buf, s, n);
 	buf[n] = '\0';

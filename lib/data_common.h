@@ -61,8 +61,11 @@ const char *scar_data_parse_u64(const char *s, uint64_t max, uint64_t *out);
  */
 const char *scar_data_parse_double(const char *s, double *out);
 
-/* Copy of a token for messages: at most 40 bytes up to blank or NUL, in buf. */
-const char *scar_data_token(const char *s, char *buf, size_t size);
+/*
+ * Copy of a token for messages, in buf: at most 40 bytes, up to a blank, a
+ * NUL or one of the characters in stops (NULL: none).
+ */
+const char *scar_data_token(const char *s, const char *stops, char *buf, size_t size);
 
 /*
  * Make room for need elements of size elem in *p (capacity *cap elements),

@@ -111,10 +111,14 @@ static int idx_open(struct idx_file *f, const char *path, uint32_t min_dims, uin
 		return scar_error_set_at(err, SCAR_EUNSUPPORTED, path, 2, -1,
 					 "IDX element type 0x%02x: only unsigned bytes (0x08) are supported",
 					 h[2]);
-	if (h[3] < min_dims || h[3] > max_dims)
+	if (h[3] < min_dims || h[3] > max_dims) {
+		if (min_dims == max_dims)
+			return scar_error_set_at(err, SCAR_EFORMAT, path, 3, -1,
+						 "IDX file of %u dimensions, expected %u", h[3], min_dims);
 		return scar_error_set_at(err, SCAR_EFORMAT, path, 3, -1,
-					 "IDX file of %u dimensions, expected %u%s%u", h[3], min_dims,
-					 min_dims == max_dims ? "" : " to ", min_dims == max_dims ? 0 : max_dims);
+					 "IDX file of %u dimensions, expected %u to %u", h[3], min_dims,
+					 max_dims);
+	}
 	f->ndims = h[3];
 	if ((rc = idx_read(f, h + 4, 4 * f->ndims, err)) < 0)
 		return rc;
@@ -125,7 +129,7 @@ static int idx_open(struct idx_file *f, const char *path, uint32_t min_dims, uin
 		f->dims[i] = (uint64_t)b[0] << 24 | (uint64_t)b[1] << 16 | (uint64_t)b[2] << 8 | b[3];
 		if (f->dims[i] == 0)
 			return scar_error_set_at(err, SCAR_ECORRUPT, path, 4 + 4 * i, -1,
-						 "IDX dimension %u is 0", i);
+						 "IDX dimension %u of %u is 0", i + 1, f->ndims);
 		f->payload *= f->dims[i];	/* at most 2^32 * 2^32 * ...: checked below */
 		if (f->payload > (uint64_t)1 << 40)
 			return scar_error_set_at(err, SCAR_ECORRUPT, path, 4 + 4 * i, -1,

@@ -80,7 +80,7 @@ int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 			continue;
 		if (!(q = scar_data_parse_double(p, &v)) || (*q && *q != ' ' && *q != '\t')) {
 			rc = scar_lines_fail(&lr, err, SCAR_EFORMAT, "expected a label, got '%s'",
-					     scar_data_token(p, tok, sizeof(tok)));
+					     scar_data_token(p, NULL, tok, sizeof(tok)));
 			goto out;
 		}
 		if ((rc = scar_data_reserve((void **)&y, &cap_y, n + 1, sizeof(*y), err)) < 0 ||
@@ -98,7 +98,7 @@ int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 			    !(q = scar_data_parse_double(q + 1, &val)) ||
 			    (*q && *q != ' ' && *q != '\t')) {
 				rc = scar_lines_fail(&lr, err, SCAR_EFORMAT, "expected 'idx:value', got '%s'",
-						     scar_data_token(p, tok, sizeof(tok)));
+						     scar_data_token(p, NULL, tok, sizeof(tok)));
 				goto out;
 			}
 			if (idx == 0) {

@@ -127,7 +127,7 @@ int scar_movielens_load(const char *path, struct scar_ratings **out, struct scar
 				if (strncmp(p, "userId,movieId,rating", 21) != 0) {
 					rc = scar_lines_fail(&lr, err, SCAR_EFORMAT,
 							     "expected header 'userId,movieId,rating,timestamp', got '%s'",
-							     scar_data_token(p, tok, sizeof(tok)));
+							     scar_data_token(p, ",:", tok, sizeof(tok)));
 					goto out;
 				}
 				continue;
@@ -135,19 +135,19 @@ int scar_movielens_load(const char *path, struct scar_ratings **out, struct scar
 		}
 		if (!(q = scar_data_parse_u64(p, UINT32_MAX, &u)) || !(q = ml_sep(q, fmt))) {
 			rc = scar_lines_fail(&lr, err, SCAR_EFORMAT, "expected %s 'user item rating [timestamp]', got '%s'",
-					     ml_format_name[fmt], scar_data_token(p, tok, sizeof(tok)));
+					     ml_format_name[fmt], scar_data_token(p, ",:", tok, sizeof(tok)));
 			goto out;
 		}
 		p = q;
 		if (!(q = scar_data_parse_u64(p, UINT32_MAX, &it)) || !(q = ml_sep(q, fmt))) {
 			rc = scar_lines_fail(&lr, err, SCAR_EFORMAT, "expected an item id, got '%s'",
-					     scar_data_token(p, tok, sizeof(tok)));
+					     scar_data_token(p, ",:", tok, sizeof(tok)));
 			goto out;
 		}
 		p = q;
 		if (!(q = scar_data_parse_double(p, &v))) {
 			rc = scar_lines_fail(&lr, err, SCAR_EFORMAT, "expected a rating, got '%s'",
-					     scar_data_token(p, tok, sizeof(tok)));
+					     scar_data_token(p, ",:", tok, sizeof(tok)));
 			goto out;
 		}
 		p = q;
@@ -156,7 +156,7 @@ int scar_movielens_load(const char *path, struct scar_ratings **out, struct scar
 			    !ml_end(q)) {
 				rc = scar_lines_fail(&lr, err, SCAR_EFORMAT,
 						     "expected a timestamp at the end of the line, got '%s'",
-						     scar_data_token(p, tok, sizeof(tok)));
+						     scar_data_token(p, ",:", tok, sizeof(tok)));
 				goto out;
 			}
 		}

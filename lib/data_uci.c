@@ -23,14 +23,15 @@ static int uci_header(struct scar_lines *lr, const char *what, uint64_t max, uin
 	rc = scar_lines_next(lr, &line, &len, err);
 	if (rc < 0)
 		return rc;
+	if (rc == 0 && lr->line == 0)
+		return scar_error_set_at(err, SCAR_EFORMAT, lr->path, 0, -1,
+					 "empty file, expected the %s count", what);
 	if (rc == 0)
-		return scar_lines_fail(lr, err, lr->line == 0 ? SCAR_EFORMAT : SCAR_ETRUNC,
-				       lr->line == 0 ? "empty file, expected the %s count" :
-				       "file ends before the %s count", what);
+		return scar_lines_fail(lr, err, SCAR_ETRUNC, "file ends before the %s count", what);
 	p = scar_data_skip_blank(line);
 	if (!(p = scar_data_parse_u64(p, UINT64_MAX, out)) || *scar_data_skip_blank(p)) {
 		return scar_lines_fail(lr, err, SCAR_EFORMAT, "expected the %s count, got '%s'", what,
-				       scar_data_token(scar_data_skip_blank(line), tok, sizeof(tok)));
+				       scar_data_token(scar_data_skip_blank(line), NULL, tok, sizeof(tok)));
 	}
 	if (*out > max)
 		return scar_lines_fail(lr, err, SCAR_ECORRUPT,
@@ -102,7 +103,7 @@ int scar_uci_bow_load(const char *docword, const char *vocab, struct scar_corpus
 	struct scar_corpus *c = NULL;
 	struct uci_entry *e = NULL;
 	uint64_t D, W, NNZ, k = 0, tokens = 0, idmax, *cur;
-	char *line, tok[48];
+	char *line;
 	size_t len, ecap = 0;
 	int rc;
 
@@ -145,8 +146,7 @@ int scar_uci_bow_load(const char *docword, const char *vocab, struct scar_corpus
 		    !(q = scar_data_parse_u64(scar_data_skip_blank(q), UINT32_MAX, &n)) ||
 		    *scar_data_skip_blank(q)) {
 			rc = scar_lines_fail(&lr, err, SCAR_EFORMAT,
-					     "expected 'docID wordID count', got '%s'",
-					     scar_data_token(p, tok, sizeof(tok)));
+					     "expected 'docID wordID count', got '%.40s'", p);
 			goto out;
 		}
 		if (d < 1 || d > D) {
