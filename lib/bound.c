@@ -205,7 +205,7 @@ static void plan_point(const struct scar_bound_plan_opts *o, double kappa, uint6
 		       struct scar_bound_plan_point *pt)
 {
 	double L = -log(o->c), lphi = log(o->lost_fraction), lk = log(kappa);
-	double r = o->budget * (double)every;
+	double r = (double)every / (1 / o->budget);	/* 3 / 10, not 3 * 0.1 */
 	uint64_t G;
 	struct plan_acc acc = { 0, 0, 0 };
 
