@@ -164,6 +164,37 @@ static void test_ridge(void)
 	CHECK(d1 < 1e-9 * d0);
 	f1 = run_obj(&r);
 	CHECK(f1 < f0);
+	/* Independently: solve (X^T X / n + lambda I) w = X^T y / n by Gaussian elimination. */
+	{
+		struct scar_dense *ds = NULL;
+		double a[20][21] = { { 0 } }, maxdiff = 0;
+		const double *w = scar_state_find(r.st, "w")->data;
+
+		CHECK_RC(scar_synth_regression(400, 20, 0.1, 3, &ds, &err));
+		for (uint64_t i = 0; ds && i < ds->n; i++)
+			for (int p = 0; p < 20; p++) {
+				for (int q = 0; q < 20; q++)
+					a[p][q] += (double)ds->x[i * 20 + p] * ds->x[i * 20 + q] / 400;
+				a[p][20] += (double)ds->x[i * 20 + p] * ds->target[i] / 400;
+			}
+		for (int p = 0; p < 20; p++)
+			a[p][p] += 0.01;
+		for (int p = 0; p < 20; p++)
+			for (int q = p + 1; q < 20; q++) {
+				double f = a[q][p] / a[p][p];
+
+				for (int c2 = p; c2 <= 20; c2++)
+					a[q][c2] -= f * a[p][c2];
+			}
+		for (int p = 19; p >= 0; p--) {
+			for (int q = p + 1; q < 20; q++)
+				a[p][20] -= a[p][q] * a[q][20];
+			a[p][20] /= a[p][p];
+			maxdiff = fmax(maxdiff, fabs(a[p][20] - w[p]));
+		}
+		CHECK(maxdiff < 1e-9);
+		scar_dense_free(ds);
+	}
 	printf("ridge: c = %.6f, D = %.4g, dist after 2001 steps %.3g, objective %.6g -> %.6g\n",
 	       c, d0, d1, f0, f1);
 	run_close(&r);
