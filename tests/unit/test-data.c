@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data_common.h"
 #include "scar/data.h"
+#include "scar/rng.h"
 #include "unit.h"
 
 static char fixdir[1024];
@@ -320,6 +322,54 @@ static void test_uci(void)
 	uci_bad("idx-images.idx3", NULL, SCAR_EFORMAT, -2);
 }
 
+/* The number parser agrees bit for bit with strtod, fast path or not. */
+static void test_numbers(void)
+{
+	static const char *const cases[] = {
+		"0", "-0", "4.0", "3.5", "0.1", "1e-1", "-2.5E+3", "123456789012345",
+		"1234567890123456789", "0.000000000000000000001", "1.7976931348623157e308",
+		"4.9e-324", "+7", ".5", "5.",
+	};
+	static const char *const bad[] = { "", "-", "abc", ".", "e5", "inf", "nan", "1e999" };
+	struct scar_rng r;
+	char buf[64];
+	int mismatches = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double v = -1;
+		const char *end = scar_data_parse_double(cases[i], &v);
+
+		CHECK(end && *end == '\0' && v == strtod(cases[i], NULL));
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		double v;
+		const char *end = scar_data_parse_double(bad[i], &v);
+
+		CHECK(end == NULL || *end != '\0');
+	}
+	scar_rng_seed(&r, 7);
+	for (int i = 0; i < 100000; i++) {
+		double v, w;
+		int frac = (int)scar_rng_below(&r, 12);
+
+		snprintf(buf, sizeof(buf), "%.*f", frac,
+			 (scar_rng_uniform(&r) - 0.5) * pow(10, (double)scar_rng_below(&r, 10)));
+		w = strtod(buf, NULL);
+		if (!scar_data_parse_double(buf, &v) || memcmp(&v, &w, sizeof(v)) != 0)
+			mismatches++;
+	}
+	CHECK(mismatches == 0);
+	{
+		uint64_t u;
+
+		CHECK(scar_data_parse_u64("4294967295", UINT32_MAX, &u) && u == UINT32_MAX);
+		CHECK(scar_data_parse_u64("4294967296", UINT32_MAX, &u) == NULL);
+		CHECK(scar_data_parse_u64("18446744073709551615", UINT64_MAX, &u) && u == UINT64_MAX);
+		CHECK(scar_data_parse_u64("18446744073709551616", UINT64_MAX, &u) == NULL);
+		CHECK(scar_data_parse_u64("-1", UINT64_MAX, &u) == NULL);
+	}
+}
+
 /* The real data sets, when `make data` has fetched them. */
 static void test_real(void)
 {
@@ -401,6 +451,7 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	find_fixtures(argv[0]);
+	test_numbers();
 	test_idx();
 	test_libsvm();
 	test_movielens();
