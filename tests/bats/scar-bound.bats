@@ -277,3 +277,14 @@ perturbed() {
 		grep -qE -- "-l $o( |\$)" "$SCAR_ROOT/completions/fish/scar-bound.fish" || { echo "--$o missing from fish"; false; }
 	done
 }
+
+@test "scar-bound: the theorem holds on 20 random perturbations of ridge (examples/bound-validate.sh)" {
+	command -v jq >/dev/null || skip "jq not installed"
+	run -0 --separate-stderr sh "$SCAR_ROOT/examples/bound-validate.sh" -n 20 -s 7 -i 300 -k v
+	echo "$output"
+	[[ $output == *"| all | 20 | 20/20 |"* ]]
+	[[ $output != *"violation"* ]]
+	# every run was checked, and each check saw its perturbations
+	[ "$(wc -l < v/results)" -eq 20 ]
+	[ "$(awk -F '\t' '$4 < 1' v/results | wc -l)" -eq 0 ]
+}
