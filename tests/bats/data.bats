@@ -175,3 +175,21 @@ fake_sources() {
 	[ ! -e cache/spam/docword.spam.txt ]
 	[ -z "$(ls tmp)" ]	# the unpack directory is removed
 }
+
+# The readers' errors as a user sees them: file:line for text, the offset for binary.
+@test "bad data files make scar-train say where, and exit 2" {
+	[ -x "$SCAR_ROOT/scar-train" ] || skip "scar-train is not built"
+	run -2 scar-train -q -m mf --data "$D/ml-bad-line.csv" -n 1
+	assert_output "scar-train: $D/ml-bad-line.csv:4: expected an item id, got 'x3'"
+	run -2 scar-train -q -m lda --data "$D/uci-docword-range.txt" -n 1
+	assert_output "scar-train: $D/uci-docword-range.txt:5: word id 5 not in 1..4"
+	run -2 scar-train -q -m ridge --data "$D/svm-bad-token.txt" -n 1
+	assert_output "scar-train: $D/svm-bad-token.txt:3: expected 'idx:value', got '3:abc'"
+	mkdir idx
+	cp "$D/idx-truncated.idx3" idx/train-images-idx3-ubyte
+	cp "$D/idx-labels.idx1" idx/train-labels-idx1-ubyte
+	cp "$D/idx-images.idx3" idx/t10k-images-idx3-ubyte
+	cp "$D/idx-labels.idx1" idx/t10k-labels-idx1-ubyte
+	run -2 scar-train -q -m mlr --data idx -n 1
+	assert_output --partial "'idx/train-images-idx3-ubyte': offset 25: file ends early"
+}
