@@ -90,16 +90,20 @@ static int idx_open(struct idx_file *f, const char *path, uint32_t min_dims, uin
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (st.st_size == 0) {
+			close(fd);
+			return scar_error_set_at(err, SCAR_EFORMAT, path, 0, -1,
+						 "empty file, expected IDX data");
+		}
 		f->fsize = (uint64_t)st.st_size;
+	}
 	f->gz = gzdopen(fd, "rb");
 	if (!f->gz) {
 		close(fd);
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory opening '%s'", path);
 	}
 	gzbuffer(f->gz, 1u << 17);
-	if (f->fsize == 0 && S_ISREG(st.st_mode))
-		return scar_error_set_at(err, SCAR_EFORMAT, path, 0, -1, "empty file, expected IDX data");
 	rc = idx_read(f, h, 4, err);
 	f->plain = gzdirect(f->gz);
 	if (rc < 0)

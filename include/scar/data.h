@@ -53,8 +53,10 @@ int scar_idx_load(const char *images, const char *labels, struct scar_dense **ou
  * d = the largest index seen (1 when there is none), or `dim` when nonzero
  * (then a larger index is SCAR_ERANGE). classification = 1 maps the
  * distinct labels, sorted, to 0..classes-1 (so -1/+1 become 0/1);
- * otherwise labels are real targets. A malformed line is SCAR_EFORMAT with
- * err->file and err->line; a file without examples is SCAR_EFORMAT.
+ * otherwise labels are real targets. The mapping is per file: load a train
+ * and a test file with the same label set, or their class ids disagree. A
+ * malformed line is SCAR_EFORMAT with err->file and err->line; a file
+ * without examples is SCAR_EFORMAT.
  */
 int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 		     struct scar_dense **out, struct scar_error *err);
