@@ -515,9 +515,12 @@ static void fit_text(const struct scar_bound_stream *s)
 		put_line("D", "%s (exact, dist_opt at iteration 0)", num(s->D));
 	else
 		put_line("D", "%s (upper bound s0 / (1 - c))", num(s->D));
-	if (s->fit_ok && isfinite(f->d_upper))
+	if (s->fit_ok && isfinite(f->d_upper) && isfinite(f->d_upper_hi))
 		put_line("fit_D_upper", "%s (s0 / (1 - fitted c); %s with the interval's upper c)",
 			 num(f->d_upper), num(f->d_upper_hi));
+	else if (s->fit_ok && isfinite(f->d_upper))
+		put_line("fit_D_upper", "%s (s0 / (1 - fitted c); none with the interval's upper c,"
+			 " which is >= 1)", num(f->d_upper));
 	put_line("iterations", "%zu records used", s->iterations);
 }
 

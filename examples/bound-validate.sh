@@ -10,7 +10,7 @@
 # every model it reports the observed iteration cost (perturbed run minus
 # the actual reference) beside the worst-case bound, as a markdown table.
 #
-# usage: bound-validate.sh [-e EPS] [-i ITERS] [-k DIR] [-m MODEL] [-n RUNS] [-s SEED]
+# usage: bound-validate.sh [-e EPS] [-i ITERS] [-k DIR] [-m MODEL] [-n RUNS] [-s SEED] [-w W]
 #
 #   -e EPS    ridge: the distance to the optimum to reach (default 1e-3)
 #   -i ITERS  iterations of every run (default 400 for ridge, 60 otherwise)
@@ -18,16 +18,17 @@
 #   -m MODEL  ridge (default), mlr, mf or lda; not ridge: fitted c, objective
 #   -n RUNS   perturbed runs (default 100)
 #   -s SEED   seed of the perturbation schedule (default 1)
+#   -w W      smooth objectives over W iterations (default 1 for ridge, 3 otherwise)
 #
 # scar-train and scar-bound are taken from PATH; jq is needed.
 set -eu
 
-eps=1e-3 iters= keep= model=ridge runs=100 seed=1
+eps=1e-3 iters= keep= model=ridge runs=100 seed=1 window=
 usage() {
-	echo "usage: bound-validate.sh [-e EPS] [-i ITERS] [-k DIR] [-m MODEL] [-n RUNS] [-s SEED]" >&2
+	echo "usage: bound-validate.sh [-e EPS] [-i ITERS] [-k DIR] [-m MODEL] [-n RUNS] [-s SEED] [-w W]" >&2
 	exit 2
 }
-while getopts e:i:k:m:n:s:h opt; do
+while getopts e:i:k:m:n:s:w:h opt; do
 	case $opt in
 	e) eps=$OPTARG ;;
 	i) iters=$OPTARG ;;
@@ -35,6 +36,7 @@ while getopts e:i:k:m:n:s:h opt; do
 	m) model=$OPTARG ;;
 	n) runs=$OPTARG ;;
 	s) seed=$OPTARG ;;
+	w) window=$OPTARG ;;
 	*) usage ;;
 	esac
 done
@@ -44,8 +46,8 @@ for t in scar-train scar-bound jq; do
 	command -v "$t" >/dev/null || { echo "bound-validate.sh: '$t' not found in PATH" >&2; exit 2; }
 done
 case $model in
-ridge) : "${iters:=400}" ;;
-mlr|mf|lda) : "${iters:=60}" ;;
+ridge) : "${iters:=400}" "${window:=1}" ;;
+mlr|mf|lda) : "${iters:=60}" "${window:=3}" ;;
 *) echo "bound-validate.sh: unknown model '$model'" >&2; exit 2 ;;
 esac
 
@@ -88,9 +90,9 @@ awk -v n="$runs" -v seed="$seed" -v last="$last" 'BEGIN {
 }' > "$dir/schedule"
 
 if [ "$model" = ridge ]; then
-	checkopts="--metric dist_opt --target $eps --eps $eps"
+	checkopts="--metric dist_opt --target $eps --eps $eps --window $window"
 else
-	checkopts=
+	checkopts="--window $window"
 fi
 
 : > "$dir/results"
@@ -119,7 +121,7 @@ while read -r i at policy interval fraction lose recovery; do
 done < "$dir/schedule"
 
 # The table: per recovery strategy and overall.
-awk -F '\t' -v model="$model" -v eps="$eps" '
+awk -F '\t' -v model="$model" -v eps="$eps" -v window="$window" '
 function median(a, n,   i, j, t) {
 	for (i = 2; i <= n; i++)
 		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -154,6 +156,7 @@ function row(g,   i, o, b, r, n) {
 END {
 	printf "Bound validation on %s (%s): theorem = ||x - x*|| <= %s from K(eps) on;\n", model,
 		model == "ridge" ? "exact c and D, cost measured on dist_opt" : "fitted c, cost measured on the objective", eps
+	printf "(smoothing window %s);\n", window
 	printf "cost within = observed cost <= ceil(bound); ratio = bound / observed over runs with observed > 0.\n\n"
 	printf "| recovery | runs | theorem holds | cost within bound | median observed | median bound | median bound/observed | censored |\n"
 	printf "|---|---|---|---|---|---|---|---|\n"
