@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -704,9 +705,21 @@ static int q_array_row(struct engine *e, size_t qt, uint64_t r, const void **out
  * rows[i] (or first + i when rows is NULL) at pdata + i * rb (or, for a
  * state, its own row). shard is the chunk's shard.
  */
+static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
+		   const uint64_t *rows, uint64_t first, const unsigned char *pdata, int last,
+		   const struct scar_ckpt_section *qpre, struct scar_error *err);
+
 static int chunk(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 		 const uint64_t *rows, uint64_t first, const unsigned char *pdata, int last,
 		 struct scar_error *err)
+{
+	return chunk_q(e, pt, shard, nrows, rows, first, pdata, last, NULL, err);
+}
+
+/* As chunk, with Q's section already decoded (qpre) when Q is a checkpoint. */
+static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
+		   const uint64_t *rows, uint64_t first, const unsigned char *pdata, int last,
+		   const struct scar_ckpt_section *qpre, struct scar_error *err)
 {
 	long ri = e->p2r[pt];
 	size_t qt, rb;
@@ -728,6 +741,9 @@ static int chunk(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 		ps = e->P->st->tensors[pt];
 	if (e->Q->kind == SIDE_STATE) {
 		qs = e->Q->st->tensors[qt];
+	} else if (qpre) {
+		qsec = *qpre;
+		have_qsec = 1;
 	} else if (e->Q->kind == SIDE_CKPT) {
 		rc = scar_ckpt_reader_section(e->Q->rd, (uint32_t)qt, shard, &qsec, err);
 		if (rc == SCAR_ENOTFOUND) {
@@ -901,6 +917,23 @@ static int cmp_sec_offset(const void *x, const void *y)
 	return a->offset < b->offset ? -1 : a->offset > b->offset;
 }
 
+/* Q's section of a (tensor, shard), decoded on another thread while P's decodes. */
+struct fetch {
+	struct scar_ckpt_reader *rd;
+	uint32_t tensor, shard;
+	struct scar_ckpt_section sec;
+	struct scar_error err;
+	int rc;
+};
+
+static void *fetch_run(void *arg)
+{
+	struct fetch *f = arg;
+
+	f->rc = scar_ckpt_reader_section(f->rd, f->tensor, f->shard, &f->sec, &f->err);
+	return NULL;
+}
+
 static int walk_ckpt(struct engine *e, struct scar_error *err)
 {
 	struct scar_ckpt_section sec;
@@ -919,13 +952,37 @@ static int walk_ckpt(struct engine *e, struct scar_error *err)
 		memcpy(order, idx, (size_t)n * sizeof(*order));
 		qsort(order, (size_t)n, sizeof(*order), cmp_sec_offset);
 		rc = 0;
+		scar_crc32c(0, "", 1);	/* set up its tables before two threads use them */
 		for (int i = 0; rc == 0 && i < n; i++) {
-			if (e->p2r[order[i].tensor] < 0)
+			long ri = e->p2r[order[i].tensor];
+			struct fetch f;
+			pthread_t th;
+			int threaded = 0;
+
+			if (ri < 0)
 				continue;
+			if (e->Q->kind == SIDE_CKPT) {
+				f.rd = e->Q->rd;
+				f.tensor = (uint32_t)e->r2q[ri];
+				f.shard = order[i].shard;
+				scar_error_clear(&f.err);
+				threaded = pthread_create(&th, NULL, fetch_run, &f) == 0;
+				if (!threaded)
+					fetch_run(&f);
+			}
 			rc = scar_ckpt_reader_section(e->P->rd, order[i].tensor, order[i].shard, &sec, err);
+			if (threaded)
+				pthread_join(th, NULL);
+			if (rc == 0 && e->Q->kind == SIDE_CKPT && f.rc < 0) {
+				if (f.rc == SCAR_ENOTFOUND)
+					continue;
+				if (err)
+					*err = f.err;
+				rc = f.rc;
+			}
 			if (rc == 0)
-				rc = chunk(e, sec.info.tensor, sec.info.shard, sec.info.nrows, sec.rows, 0,
-					   sec.data, 1, err);
+				rc = chunk_q(e, sec.info.tensor, sec.info.shard, sec.info.nrows, sec.rows, 0,
+					     sec.data, 1, e->Q->kind == SIDE_CKPT ? &f.sec : NULL, err);
 		}
 		free(order);
 		return rc;
@@ -1067,6 +1124,11 @@ static void side_meta(const struct side *s, const char **model, int *has_it, uin
 	}
 }
 
+static int is_npy(const struct side *s)
+{
+	return s->kind == SIDE_ARRAY && scar_arrayfile_format(s->af) == SCAR_ARRAY_NPY;
+}
+
 /* Match tensors, check layouts, build the result's tables. */
 static int setup(struct engine *e, struct side *A, struct side *B, struct scar_error *err)
 {
@@ -1082,6 +1144,9 @@ static int setup(struct engine *e, struct side *A, struct side *B, struct scar_e
 	e->r2p = calloc(A->nt + 1, sizeof(size_t));
 	if (!r->tensors || !e->tacc || !e->p2r || !e->q2r || !e->r2q || !e->r2p)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	/* a .npy names its tensor after its file: two single arrays pair up whatever their names */
+	if (A->nt == 1 && B->nt == 1 && (is_npy(A) || is_npy(B)) && !e->o->nnames)
+		B->t[0].name = A->t[0].name;
 	for (size_t i = 0; i < e->P->nt; i++)
 		e->p2r[i] = -1;
 	for (size_t i = 0; i < e->Q->nt; i++)
