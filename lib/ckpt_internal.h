@@ -111,15 +111,20 @@ enum ckpt_decode {
 };
 
 /*
- * scar_ckpt_reader_next with a choice of destination (dst only for
- * CKPT_DECODE_DST; it may be NULL to let the callback choose: see below).
- * When dst_for is set, it is called after the section header has been checked
- * and returns the destination for that section, or NULL for the reader's
- * buffer.
+ * Where a decoded section goes (CKPT_DECODE_DST). dst_for is called once per
+ * section, after its header has been checked, and returns raw_len bytes of
+ * memory to decode into, or NULL; then put (when set) receives the decoded
+ * bytes in order, a block at a time, and returns 0 or a negative error.
+ * With neither, the section goes to the reader's buffer (CKPT_DECODE_BUF).
  */
-typedef void *(*ckpt_dst_fn)(void *ctx, const struct scar_ckpt_section_info *si);
+struct ckpt_sink {
+	void *(*dst_for)(void *ctx, const struct scar_ckpt_section_info *si);
+	int (*put)(void *ctx, const void *p, size_t n);
+	void *ctx;
+};
+/* scar_ckpt_reader_next with a choice of destination; sink only for CKPT_DECODE_DST. */
 int scar_ckpt_reader_next_mode(struct scar_ckpt_reader *r, struct scar_ckpt_section *sec,
-			       enum ckpt_decode mode, ckpt_dst_fn dst_for, void *ctx,
+			       enum ckpt_decode mode, const struct ckpt_sink *sink,
 			       struct scar_error *err);
 
 /* Bytes of the regular file behind the reader, or UINT64_MAX for a pipe. */

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -664,7 +665,7 @@ struct sec_ctx {
 
 static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct sec_ctx *x,
 		      unsigned bcode, uint64_t raw_len, uint64_t stored_len, unsigned char *dst,
-		      struct scar_error *err)
+		      const struct ckpt_sink *sink, struct scar_error *err)
 {
 	uint64_t left = stored_len, produced = 0, poff = (c->random ? c->pos : r->off);
 	size_t want = 15, bs = ckpt_block_size(bcode);
@@ -723,6 +724,9 @@ static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct
 			produced += cap;
 			if (dst)
 				out += cap;
+			else if (sink && cap && (rc = sink->put(sink->ctx, r->scratch, cap)))
+				return rerr_at(r, err, rc, at + pos, SECFMT "cannot store the rows",
+					       SECARG(x));
 			if (ret == 0)
 				break;
 			if (!in && !cap)
@@ -746,7 +750,8 @@ static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct
 }
 
 static int decode_raw(struct scar_ckpt_reader *r, struct cursor *c, const struct sec_ctx *x,
-		      uint64_t raw_len, unsigned char *dst, struct scar_error *err)
+		      uint64_t raw_len, unsigned char *dst, const struct ckpt_sink *sink,
+		      struct scar_error *err)
 {
 	unsigned char cb[4];
 	uint32_t crc = 0;
@@ -767,6 +772,9 @@ static int decode_raw(struct scar_ckpt_reader *r, struct cursor *c, const struct
 				return rc;
 			crc = scar_crc32c(crc, r->chunk, n);
 			left -= n;
+			if (sink && (rc = sink->put(sink->ctx, r->chunk, n)))
+				return rerr_at(r, err, rc, poff, SECFMT "cannot store the rows",
+					       SECARG(x));
 		}
 	}
 	if ((rc = in_read(r, c, cb, 4, "section payload", err)))
@@ -783,7 +791,7 @@ static int decode_raw(struct scar_ckpt_reader *r, struct cursor *c, const struct
  */
 static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t hoff, size_t no,
 			size_t t, uint32_t s, uint64_t nrows, enum ckpt_decode mode,
-			ckpt_dst_fn dst_for, void *ctx, struct scar_ckpt_section *sec,
+			const struct ckpt_sink *sink, struct scar_ckpt_section *sec,
 			struct scar_ckpt_section_info *sio, struct scar_error *err)
 {
 	const struct scar_ckpt_tensor_info *ti = &r->tinfo[t];
@@ -839,9 +847,13 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 	if (si.raw_len > SIZE_MAX / 2)
 		return rerr_at(r, err, SCAR_ENOMEM, x.hoff, SECFMT "too large for memory", SECARG(&x));
 
-	if (mode == CKPT_DECODE_DST && dst_for)
-		dst = dst_for(ctx, &si);
-	if (!dst && mode != CKPT_DECODE_DISCARD) {
+	if (mode != CKPT_DECODE_DST)
+		sink = NULL;
+	if (sink && sink->dst_for)
+		dst = sink->dst_for(sink->ctx, &si);
+	if (dst || (sink && !sink->put))
+		sink = NULL;
+	if (!dst && !sink && mode != CKPT_DECODE_DISCARD) {
 		mode = CKPT_DECODE_BUF;
 		if (grow_buf(&r->raw, &r->raw_cap, (size_t)si.raw_len))
 			return rerr_at(r, err, SCAR_ENOMEM, x.hoff,
@@ -849,8 +861,8 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 				       (unsigned long long)si.raw_len);
 		dst = r->raw;
 	}
-	rc = si.compressed ? decode_lz4(r, c, &x, bcode, si.raw_len, si.stored_len, dst, err)
-			   : decode_raw(r, c, &x, si.raw_len, dst, err);
+	rc = si.compressed ? decode_lz4(r, c, &x, bcode, si.raw_len, si.stored_len, dst, sink, err)
+			   : decode_raw(r, c, &x, si.raw_len, dst, sink, err);
 	if (rc)
 		return rc;
 	if (mode == CKPT_DECODE_BUF && fill_rows(r, t, s, nrows))
@@ -928,7 +940,7 @@ static int read_index_and_trailer(struct scar_ckpt_reader *r, struct scar_error 
 }
 
 int scar_ckpt_reader_next_mode(struct scar_ckpt_reader *r, struct scar_ckpt_section *sec,
-			       enum ckpt_decode mode, ckpt_dst_fn dst_for, void *ctx,
+			       enum ckpt_decode mode, const struct ckpt_sink *sink,
 			       struct scar_error *err)
 {
 	struct cursor c = { 0, 0 };
@@ -971,8 +983,8 @@ int scar_ckpt_reader_next_mode(struct scar_ckpt_reader *r, struct scar_ckpt_sect
 		r->seen = v;
 		r->seen_cap = nc;
 	}
-	rc = read_section(r, &c, hoff, r->nseen, r->cur_t, r->cur_s, nrows, mode, dst_for, ctx,
-			  sec, &r->seen[r->nseen], err);
+	rc = read_section(r, &c, hoff, r->nseen, r->cur_t, r->cur_s, nrows, mode, sink, sec,
+			  &r->seen[r->nseen], err);
 	if (rc)
 		goto fail;
 	r->nseen++;
@@ -986,7 +998,7 @@ fail:
 int scar_ckpt_reader_next(struct scar_ckpt_reader *r, struct scar_ckpt_section *sec,
 			  struct scar_error *err)
 {
-	return scar_ckpt_reader_next_mode(r, sec, CKPT_DECODE_BUF, NULL, NULL, err);
+	return scar_ckpt_reader_next_mode(r, sec, CKPT_DECODE_BUF, NULL, err);
 }
 
 /* ---- random access ---- */
@@ -1129,7 +1141,7 @@ int scar_ckpt_reader_section(struct scar_ckpt_reader *r, uint32_t tensor, uint32
 		return rerr_at(r, err, SCAR_ECORRUPT, ix[lo].offset,
 			       SECFMT "bad section magic", lo, r->tinfo[tensor].name, shard);
 	return read_section(r, &c, ix[lo].offset, lo, tensor, shard, ix[lo].nrows,
-			    CKPT_DECODE_BUF, NULL, NULL, sec, &r->index[lo], err);
+			    CKPT_DECODE_BUF, NULL, sec, &r->index[lo], err);
 }
 
 /* ---- whole files ---- */
@@ -1141,7 +1153,7 @@ int scar_ckpt_verify(const char *path, struct scar_error *err)
 
 	if (rc)
 		return rc;
-	while ((rc = scar_ckpt_reader_next_mode(r, NULL, CKPT_DECODE_DISCARD, NULL, NULL, err)) > 0)
+	while ((rc = scar_ckpt_reader_next_mode(r, NULL, CKPT_DECODE_DISCARD, NULL, err)) > 0)
 		;
 	scar_ckpt_reader_close(r);
 	return rc;
@@ -1150,36 +1162,105 @@ int scar_ckpt_verify(const char *path, struct scar_error *err)
 struct load_ctx {
 	struct scar_state *st;
 	const struct scar_ckpt_reader *r;
+	/* where the next decoded byte of a scattered section goes */
+	const struct scar_ckpt_tensor_info *ti;
+	unsigned char *data;
+	size_t rb, inrow, k;
+	uint64_t row, end;
+	uint32_t s, S;
 };
 
-/* A section that is a whole tensor decodes straight into the tensor. */
+/* First row of shard s at or after a. */
+static uint64_t shard_first(uint64_t a, uint32_t s, uint32_t S)
+{
+	return a + (s + S - a % S) % S;
+}
+
+/* Move to the first row of the shard at or after lc->row within the present ranges. */
+static int load_settle(struct load_ctx *lc)
+{
+	while (lc->row >= lc->end) {
+		if (++lc->k >= lc->ti->nranges)
+			return -1;
+		lc->row = shard_first(lc->ti->ranges[lc->k][0], lc->s, lc->S);
+		lc->end = lc->ti->ranges[lc->k][0] + lc->ti->ranges[lc->k][1];
+	}
+	return 0;
+}
+
+static int load_next_row(struct load_ctx *lc)
+{
+	lc->row += lc->S;
+	return load_settle(lc);
+}
+
+/*
+ * A section that is a whole tensor decodes straight into it; any other is
+ * scattered a block at a time, so no section-sized buffer is needed.
+ */
 static void *load_dst(void *vctx, const struct scar_ckpt_section_info *si)
 {
 	struct load_ctx *lc = vctx;
 	const struct scar_ckpt_tensor_info *ti = &lc->r->tinfo[si->tensor];
+	struct scar_tensor *t = lc->st->tensors[si->tensor];
 
 	if (si->nrows == ti->rows)
-		return lc->st->tensors[si->tensor]->data;
+		return t->data;
+	lc->ti = ti;
+	lc->data = t->data;
+	lc->rb = scar_tensor_row_bytes(t);
+	lc->inrow = 0;
+	lc->k = 0;
+	lc->s = si->shard;
+	lc->S = ti->shards;
+	lc->row = ti->nranges ? shard_first(ti->ranges[0][0], lc->s, lc->S) : 0;
+	lc->end = ti->nranges ? ti->ranges[0][0] + ti->ranges[0][1] : 0;
+	if (ti->nranges && load_settle(lc))
+		lc->k = ti->nranges;
 	return NULL;
 }
 
-static void scatter(struct scar_tensor *t, const struct scar_ckpt_section *sec)
+static int load_put(void *vctx, const void *p, size_t n)
 {
-	size_t rb = scar_tensor_row_bytes(t);
-	const unsigned char *src = sec->data;
-	unsigned char *dst = t->data;
-	uint64_t n = sec->info.nrows;
+	struct load_ctx *lc = vctx;
+	const unsigned char *src = p;
 
-	if (rb == 4) {
-		for (uint64_t i = 0; i < n; i++)
-			memcpy(dst + sec->rows[i] * 4, src + i * 4, 4);
-	} else if (rb == 8) {
-		for (uint64_t i = 0; i < n; i++)
-			memcpy(dst + sec->rows[i] * 8, src + i * 8, 8);
-	} else {
-		for (uint64_t i = 0; i < n; i++)
-			memcpy(dst + sec->rows[i] * rb, src + i * rb, rb);
+	while (n) {
+		size_t m = lc->rb - lc->inrow;
+
+		if (lc->k >= lc->ti->nranges)
+			return SCAR_ECORRUPT;
+		if (m > n)
+			m = n;
+		memcpy(lc->data + lc->row * lc->rb + lc->inrow, src, m);
+		src += m;
+		n -= m;
+		lc->inrow += m;
+		if (lc->inrow == lc->rb) {
+			lc->inrow = 0;
+			if (load_next_row(lc))
+				lc->k = lc->ti->nranges;
+		}
 	}
+	return 0;
+}
+
+/*
+ * Large tensors are filled once, front to back: ask for transparent huge
+ * pages, which saves most of the page faults (a hint; failure is harmless).
+ */
+static void hugepages(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+
+	if (n >= 4 * huge && e > a)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
 }
 
 static int load_reader(struct scar_ckpt_reader *r, struct scar_state **out,
@@ -1187,8 +1268,8 @@ static int load_reader(struct scar_ckpt_reader *r, struct scar_state **out,
 {
 	const struct scar_ckpt_info *in = &r->info;
 	struct scar_state *st = NULL;
-	struct scar_ckpt_section sec;
-	struct load_ctx lc;
+	struct load_ctx lc = { 0 };
+	struct ckpt_sink sink = { load_dst, load_put, &lc };
 	uint64_t present_bytes = 0;
 	int rc;
 
@@ -1228,14 +1309,14 @@ static int load_reader(struct scar_ckpt_reader *r, struct scar_state **out,
 			for (size_t k = 0; k < ti->nranges; k++)
 				memset(t->present + ti->ranges[k][0], 1, (size_t)ti->ranges[k][1]);
 		}
+		hugepages(t->data, scar_tensor_bytes(t));
 		if ((rc = scar_state_add(st, t, err)))
 			goto fail;
 	}
 	lc.st = st;
 	lc.r = r;
-	while ((rc = scar_ckpt_reader_next_mode(r, &sec, CKPT_DECODE_DST, load_dst, &lc, err)) > 0)
-		if (sec.rows)
-			scatter(st->tensors[sec.info.tensor], &sec);
+	while ((rc = scar_ckpt_reader_next_mode(r, NULL, CKPT_DECODE_DST, &sink, err)) > 0)
+		;
 	if (rc < 0)
 		goto fail;
 	*out = st;

@@ -101,7 +101,23 @@ struct wr {
 	unsigned char *obuf;	/* small structures are staged here */
 	size_t olen;
 	struct scar_error *err;
+	int seekable;		/* a regular file: section headers can be patched */
+	uint64_t base;		/* its offset of byte 0 of the checkpoint */
 };
+
+static void sec_header(unsigned char *h, uint32_t tidx, uint32_t s, uint32_t flags,
+		       uint64_t nrows, uint64_t raw_len, uint64_t stored_len)
+{
+	memcpy(h, CKPT_SEC_MAGIC, 4);
+	ckpt_put32(h + 4, tidx);
+	ckpt_put32(h + 8, s);
+	ckpt_put32(h + 12, flags);
+	ckpt_put64(h + 16, nrows);
+	ckpt_put64(h + 24, raw_len);
+	ckpt_put64(h + 32, stored_len);
+	ckpt_put32(h + 40, 0);
+	ckpt_put32(h + 44, scar_crc32c(0, h, 44));
+}
 
 static int wr_fail(struct wr *w, int e)
 {
@@ -147,6 +163,25 @@ static int wr_bytes(struct wr *w, const void *p, size_t n)
 	if (e)
 		return wr_fail(w, e);
 	w->off += n;
+	return 0;
+}
+
+/* Rewrite n bytes at off (a section header already written). */
+static int pwrite_all(struct wr *w, const void *p, size_t n, uint64_t off)
+{
+	const char *q = p;
+
+	while (n) {
+		ssize_t k = pwrite(w->fd, q, n, (off_t)(w->base + off));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return wr_fail(w, k < 0 ? errno : EIO);
+		q += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
 	return 0;
 }
 
@@ -418,6 +453,9 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 	if (o->compress && raw_len) {
 		LZ4F_preferences_t p;
 		size_t bound, pos, step = ckpt_block_size(bcode);
+		/* On a regular file, write block by block and patch the header after;
+		 * a pipe needs the whole frame first, for its length. */
+		int stream = w->seekable;
 
 		memset(&p, 0, sizeof(p));
 		p.frameInfo.blockSizeID = (LZ4F_blockSizeID_t)(LZ4F_max64KB + bcode);
@@ -428,19 +466,36 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		p.frameInfo.contentSize = raw_len;
 		p.compressionLevel = o->level;
 		p.autoFlush = 1;
-		bound = LZ4F_compressFrameBound(raw_len, &p) + 64;
+		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT;
+		bound = stream ? LZ4F_HEADER_SIZE_MAX + LZ4F_compressBound(step, &p) + 64
+			       : LZ4F_compressFrameBound(raw_len, &p) + 64;
 		if (grow(&sc->out, &sc->out_cap, bound))
 			goto oom;
 		if (!sc->cctx && LZ4F_isError(LZ4F_createCompressionContext(&sc->cctx, LZ4F_VERSION)))
 			goto oom;
+		hdr_off = wr_pos(w);
+		stored_len = 0;
+		if (stream) {
+			sec_header(h, tidx, s, flags, nrows, raw_len, 0);
+			if ((rc = wr_bytes(w, h, sizeof(h))))
+				return rc;
+		}
 		z = LZ4F_compressBegin(sc->cctx, sc->out, sc->out_cap, &p);
 		if (LZ4F_isError(z))
 			goto lz4err;
 		pos = z;
-		for (uint64_t done = 0; done < raw_len;) {
+		for (uint64_t done = 0; done <= raw_len;) {
 			size_t n = raw_len - done < step ? (size_t)(raw_len - done) : step;
 			const void *src;
 
+			if (stream && pos) {
+				if ((rc = wr_bytes(w, sc->out, pos)))
+					return rc;
+				stored_len += pos;
+				pos = 0;
+			}
+			if (done == raw_len)
+				break;
 			if (contiguous) {
 				src = (const unsigned char *)t->data + done;
 			} else {
@@ -457,28 +512,33 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		if (LZ4F_isError(z))
 			goto lz4err;
 		pos += z;
-		stored_len = pos;
-		payload = sc->out;
-		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT;
+		if (stream) {
+			if ((rc = wr_bytes(w, sc->out, pos)))
+				return rc;
+			stored_len += pos;
+			sec_header(h, tidx, s, flags, nrows, raw_len, stored_len);
+			if (hdr_off >= w->off) {
+				memcpy(w->obuf + (hdr_off - w->off), h, sizeof(h));
+			} else if ((rc = pwrite_all(w, h, sizeof(h), hdr_off))) {
+				return rc;
+			}
+		} else {
+			stored_len = pos;
+			payload = sc->out;
+		}
 	} else {
 		stored_len = raw_len + 4;
 	}
 
-	hdr_off = wr_pos(w);
-	memcpy(h, CKPT_SEC_MAGIC, 4);
-	ckpt_put32(h + 4, tidx);
-	ckpt_put32(h + 8, s);
-	ckpt_put32(h + 12, flags);
-	ckpt_put64(h + 16, nrows);
-	ckpt_put64(h + 24, raw_len);
-	ckpt_put64(h + 32, stored_len);
-	ckpt_put32(h + 40, 0);
-	ckpt_put32(h + 44, scar_crc32c(0, h, 44));
-	if ((rc = wr_bytes(w, h, sizeof(h))))
-		return rc;
+	if (!(flags & CKPT_SF_LZ4) || !w->seekable) {
+		hdr_off = wr_pos(w);
+		sec_header(h, tidx, s, flags, nrows, raw_len, stored_len);
+		if ((rc = wr_bytes(w, h, sizeof(h))))
+			return rc;
+	}
 
-	if (payload) {
-		if ((rc = wr_bytes(w, payload, stored_len)))
+	if (flags & CKPT_SF_LZ4) {
+		if (payload && (rc = wr_bytes(w, payload, stored_len)))
 			return rc;
 	} else if (contiguous) {
 		crc = scar_crc32c(0, t->data, raw_len);
@@ -494,7 +554,7 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 			done += n;
 		}
 	}
-	if (!payload) {
+	if (!(flags & CKPT_SF_LZ4)) {
 		unsigned char c[4];
 
 		ckpt_put32(c, crc);
@@ -519,7 +579,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
-	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err };
+	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0 };
 	struct sect_ctx sc = { 0 };
 	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL;
 	size_t nsec = 0, idx_cap = 0;
@@ -539,6 +599,15 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		o.block_size = (size_t)4 << 20;
 	if ((rc = check_state(st, err)) || (rc = build_meta(st, &meta, &meta_len, err)))
 		return rc;
+	{
+		struct stat sb;
+		off_t pos;
+
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
+			w.seekable = 1;
+			w.base = (uint64_t)pos;
+		}
+	}
 	w.obuf = malloc(OBUF_LEN);
 	counts = malloc((size_t)st->shards * sizeof(*counts));
 	if (!w.obuf || !counts) {
