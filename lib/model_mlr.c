@@ -65,6 +65,8 @@ struct scar_model {
 	float *wt;		/* classes x ld (d weights; bias apart) */
 	float *bias;		/* classes */
 	float *delta;		/* batch x classes */
+	float *sdelta;		/* batch x classes, delta times the step */
+	const float **xs;	/* batch rows of the minibatch */
 };
 
 static const char *const mlr_keys[] = {
@@ -118,6 +120,8 @@ static void mlr_free(struct scar_model *m)
 	free(m->wt);
 	free(m->bias);
 	free(m->delta);
+	free(m->sdelta);
+	free(m->xs);
 	free(m);
 }
 
@@ -248,7 +252,9 @@ static int mlr_create(struct scar_model **out, const json_t *cfg, struct scar_er
 	m->wt = aligned_alloc(32, m->classes * m->ld * sizeof(float));
 	m->bias = malloc(m->classes * sizeof(float));
 	m->delta = malloc(m->batch * m->classes * sizeof(float));
-	if (!m->wt || !m->bias || !m->delta) {
+	m->sdelta = malloc(m->batch * m->classes * sizeof(float));
+	m->xs = malloc(m->batch * sizeof(*m->xs));
+	if (!m->wt || !m->bias || !m->delta || !m->sdelta || !m->xs) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -323,31 +329,6 @@ static inline float hsum(const v8f *pv)
 #define KERNEL
 #endif
 
-/* logits[c] = bias[c] + x . wt[c], the same summation order everywhere. */
-static inline __attribute__((always_inline)) void forward(const struct scar_model *m, const float *x, float *logits)
-{
-	uint64_t d = m->d, d16 = d & ~(uint64_t)15, d8 = d & ~(uint64_t)7;
-
-	for (uint32_t c = 0; c < m->classes; c++) {
-		const float *w = m->wt + c * m->ld;
-		v8f a0 = { 0 }, a1 = { 0 };
-		float s;
-		uint64_t j;
-
-		for (j = 0; j < d16; j += 16) {
-			a0 += *(const v8fu *)(x + j) * *(const v8f *)(w + j);
-			a1 += *(const v8fu *)(x + j + 8) * *(const v8f *)(w + j + 8);
-		}
-		if (j < d8)
-			a0 += *(const v8fu *)(x + j) * *(const v8f *)(w + j);
-		a0 += a1;
-		s = hsum(&a0);
-		for (j = d8; j < d; j++)
-			s += x[j] * w[j];
-		logits[c] = s + m->bias[c];
-	}
-}
-
 /* Softmax of logits in place; returns log of the normaliser relative to the max. */
 static float softmax(float *p, uint32_t k, float *mx_out)
 {
@@ -364,25 +345,108 @@ static float softmax(float *p, uint32_t k, float *mx_out)
 	return s;
 }
 
+/* Classes per register block of the kernels. */
+#define CB 5
+
+/* x . w over d features: 8-lane partial sums in order, then the lanes, then the tail. */
+static inline __attribute__((always_inline)) float dot1(const float *x, const float *w,
+							 uint64_t d)
+{
+	uint64_t d8 = d & ~(uint64_t)7, j;
+	v8f a = { 0 };
+	float s;
+
+	for (j = 0; j < d8; j += 8)
+		a += *(const v8fu *)(x + j) * *(const v8f *)(w + j);
+	s = hsum(&a);
+	for (; j < d; j++)
+		s += x[j] * w[j];
+	return s;
+}
+
 /*
- * Softmax outputs minus one-hot labels of rows idx[0..cnt) (rows 0..cnt of x
- * when idx is NULL) into delta; returns the summed cross-entropy and sets
- * *right to the number of correct argmax predictions.
+ * out[i * k + c] = bias[c] + xs[i] . wt[c] for cnt rows. Pairs of rows
+ * against blocks of CB classes keep 10 accumulators in registers; the rest
+ * goes through dot1, which does the very same operations, so a logit does
+ * not depend on which path computed it.
  */
 KERNEL
-static double batch_forward(const struct scar_model *m, const struct scar_dense *ds,
-			    const uint32_t *idx, uint64_t cnt, float *delta, uint64_t *right)
+static void logits(const struct scar_model *m, const float *const *xs, uint64_t cnt, float *out)
+{
+	uint64_t d = m->d, d8 = d & ~(uint64_t)7;
+	uint32_t k = m->classes;
+
+	for (uint32_t c0 = 0; c0 < k; c0 += CB) {
+		uint32_t cn = k - c0 < CB ? k - c0 : CB;
+		uint64_t i = 0;
+
+		if (cn == CB)
+			for (; i + 2 <= cnt; i += 2) {
+				const float *x = xs[i], *y = xs[i + 1];
+				const float *w0 = m->wt + c0 * m->ld, *w1 = w0 + m->ld, *w2 = w1 + m->ld;
+				const float *w3 = w2 + m->ld, *w4 = w3 + m->ld;
+				v8f a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 }, a4 = { 0 };
+				v8f b0 = { 0 }, b1 = { 0 }, b2 = { 0 }, b3 = { 0 }, b4 = { 0 };
+				const float *wr[CB] = { w0, w1, w2, w3, w4 };
+				v8f *ar[CB] = { &a0, &a1, &a2, &a3, &a4 }, *br[CB] = { &b0, &b1, &b2, &b3, &b4 };
+
+				for (uint64_t j = 0; j < d8; j += 8) {
+					v8f xv = *(const v8fu *)(x + j), yv = *(const v8fu *)(y + j), wv;
+
+					wv = *(const v8f *)(w0 + j);
+					a0 += xv * wv;
+					b0 += yv * wv;
+					wv = *(const v8f *)(w1 + j);
+					a1 += xv * wv;
+					b1 += yv * wv;
+					wv = *(const v8f *)(w2 + j);
+					a2 += xv * wv;
+					b2 += yv * wv;
+					wv = *(const v8f *)(w3 + j);
+					a3 += xv * wv;
+					b3 += yv * wv;
+					wv = *(const v8f *)(w4 + j);
+					a4 += xv * wv;
+					b4 += yv * wv;
+				}
+				for (uint32_t c = 0; c < CB; c++) {
+					float sx = hsum(ar[c]), sy = hsum(br[c]);
+
+					for (uint64_t j = d8; j < d; j++) {
+						sx += x[j] * wr[c][j];
+						sy += y[j] * wr[c][j];
+					}
+					out[i * k + c0 + c] = sx + m->bias[c0 + c];
+					out[(i + 1) * k + c0 + c] = sy + m->bias[c0 + c];
+				}
+			}
+		for (; i < cnt; i++)
+			for (uint32_t c = c0; c < c0 + cn; c++)
+				out[i * k + c] = dot1(xs[i], m->wt + c * m->ld, d) + m->bias[c];
+	}
+}
+
+/*
+ * Logits of cnt rows (idx[i] of ds, or first + i when idx is NULL) into
+ * delta, turned into softmax outputs minus the one-hot labels; returns the
+ * summed cross-entropy and sets *right to the correct argmax predictions.
+ */
+static double batch_forward(struct scar_model *m, const struct scar_dense *ds,
+			    const uint32_t *idx, uint64_t first, uint64_t cnt, float *delta,
+			    uint64_t *right)
 {
 	uint32_t k = m->classes;
 	double loss = 0;
 	uint64_t ok = 0;
 
+	for (uint64_t i = 0; i < cnt; i++)
+		m->xs[i] = ds->x + (idx ? idx[i] : first + i) * ds->d;
+	logits(m, m->xs, cnt, delta);
 	for (uint64_t i = 0; i < cnt; i++) {
-		uint64_t ex = idx ? idx[i] : i;
+		uint64_t ex = idx ? idx[i] : first + i;
 		uint32_t y = ds->label[ex], best = 0;
-		float *p = delta + (idx ? i * k : 0), mx, s;
+		float *p = delta + i * k, mx, s;
 
-		forward(m, ds->x + ex * ds->d, p);
 		for (uint32_t c = 1; c < k; c++)
 			if (p[c] > p[best])
 				best = c;
@@ -401,14 +465,27 @@ static double batch_forward(const struct scar_model *m, const struct scar_dense 
 	return loss;
 }
 
-/* W <- decay W (non-bias rows), then W += scale * sum_i x_i delta_i^T. */
+/*
+ * W <- decay W (non-bias rows), then W += scale * sum_i x_i delta_i^T, the
+ * examples added in order. Blocks of CB classes x 16 features stay in
+ * registers for the whole minibatch, so W is loaded and stored once per
+ * minibatch rather than once per example; every element still sees the
+ * same additions in the same order.
+ */
 KERNEL
 static void batch_update(struct scar_model *m, const uint32_t *idx, uint64_t cnt,
 			 const float *delta, float scale, float decay)
 {
-	uint64_t d = m->d, d8 = d & ~(uint64_t)7;
+	uint64_t d = m->d, d16 = d & ~(uint64_t)15, d8 = d & ~(uint64_t)7;
 	uint32_t k = m->classes;
+	float *sd = m->sdelta;
+	const float **xs = m->xs;
 
+	for (uint64_t i = 0; i < cnt; i++) {
+		xs[i] = m->train->x + idx[i] * d;
+		for (uint32_t c = 0; c < k; c++)
+			sd[i * k + c] = scale * delta[i * k + c];
+	}
 	if (decay != 1)
 		for (uint32_t c = 0; c < k; c++) {
 			v8f dv = { decay, decay, decay, decay, decay, decay, decay, decay };
@@ -417,23 +494,68 @@ static void batch_update(struct scar_model *m, const uint32_t *idx, uint64_t cnt
 			for (uint64_t j = 0; j < m->ld; j += 8)
 				*(v8f *)(wc + j) *= dv;
 		}
-	for (uint64_t i = 0; i < cnt; i++) {
-		const float *x = m->train->x + idx[i] * d;
-		const float *p = delta + i * k;
+	for (uint32_t c0 = 0; c0 < k; c0 += CB) {
+		uint32_t cn = k - c0 < CB ? k - c0 : CB;
+		uint64_t jdone = 0;
 
-		for (uint32_t c = 0; c < k; c++) {
-			float s = scale * p[c];
-			v8f sv = { s, s, s, s, s, s, s, s };
-			float *wc = m->wt + c * m->ld;
-			uint64_t j;
+		if (cn == CB) {
+			for (uint64_t j = 0; j < d16; j += 16) {
+				float *w0 = m->wt + c0 * m->ld + j, *w1 = w0 + m->ld, *w2 = w1 + m->ld;
+				float *w3 = w2 + m->ld, *w4 = w3 + m->ld;
+				v8f a0 = *(v8f *)w0, b0 = *(v8f *)(w0 + 8);
+				v8f a1 = *(v8f *)w1, b1 = *(v8f *)(w1 + 8);
+				v8f a2 = *(v8f *)w2, b2 = *(v8f *)(w2 + 8);
+				v8f a3 = *(v8f *)w3, b3 = *(v8f *)(w3 + 8);
+				v8f a4 = *(v8f *)w4, b4 = *(v8f *)(w4 + 8);
 
-			for (j = 0; j < d8; j += 8)
-				*(v8f *)(wc + j) += sv * *(const v8fu *)(x + j);
-			for (; j < d; j++)
-				wc[j] += s * x[j];
-			m->bias[c] += s;
+				for (uint64_t i = 0; i < cnt; i++) {
+					v8f x0 = *(const v8fu *)(xs[i] + j);
+					v8f x1 = *(const v8fu *)(xs[i] + j + 8);
+					const float *si = sd + i * k + c0;
+					v8f sv;
+
+#define UPD(a, b, c) (sv = (v8f){ si[c], si[c], si[c], si[c], si[c], si[c], si[c], si[c] }, \
+		      a += sv * x0, b += sv * x1)
+					UPD(a0, b0, 0);
+					UPD(a1, b1, 1);
+					UPD(a2, b2, 2);
+					UPD(a3, b3, 3);
+					UPD(a4, b4, 4);
+#undef UPD
+				}
+				*(v8f *)w0 = a0;
+				*(v8f *)(w0 + 8) = b0;
+				*(v8f *)w1 = a1;
+				*(v8f *)(w1 + 8) = b1;
+				*(v8f *)w2 = a2;
+				*(v8f *)(w2 + 8) = b2;
+				*(v8f *)w3 = a3;
+				*(v8f *)(w3 + 8) = b3;
+				*(v8f *)w4 = a4;
+				*(v8f *)(w4 + 8) = b4;
+			}
+			jdone = d16;
+		}
+		/* The rest of the features (or of the classes), example by example. */
+		for (uint64_t i = 0; i < cnt; i++) {
+			const float *x = xs[i];
+
+			for (uint32_t c = c0; c < c0 + cn; c++) {
+				float sc = sd[i * k + c];
+				v8f sv = { sc, sc, sc, sc, sc, sc, sc, sc };
+				float *wc = m->wt + c * m->ld;
+				uint64_t j = jdone;
+
+				for (; j < d8; j += 8)
+					*(v8f *)(wc + j) += sv * *(const v8fu *)(x + j);
+				for (; j < d; j++)
+					wc[j] += sc * x[j];
+			}
 		}
 	}
+	for (uint64_t i = 0; i < cnt; i++)
+		for (uint32_t c = 0; c < k; c++)
+			m->bias[c] += sd[i * k + c];
 }
 
 static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
@@ -463,7 +585,7 @@ static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_err
 	for (uint64_t b0 = 0; b0 < m->n; b0 += m->batch) {
 		uint64_t bs = m->n - b0 < m->batch ? m->n - b0 : m->batch, right;
 
-		batch_forward(m, m->train, order + b0, bs, m->delta, &right);
+		batch_forward(m, m->train, order + b0, 0, bs, m->delta, &right);
 		batch_update(m, order + b0, bs, m->delta, -lr / (float)bs, decay);
 	}
 	from_work(m, w->data);
@@ -478,8 +600,15 @@ static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_err
 /* Mean cross-entropy (ce) and accuracy of the weights on a data set. */
 static void evaluate(struct scar_model *m, const struct scar_dense *ds, double *ce, double *acc)
 {
-	uint64_t right = 0;
-	double loss = batch_forward(m, ds, NULL, ds->n, m->delta, &right);
+	uint64_t right = 0, r;
+	double loss = 0;
+
+	for (uint64_t i = 0; i < ds->n; i += m->batch) {
+		uint64_t cnt = ds->n - i < m->batch ? ds->n - i : m->batch;
+
+		loss += batch_forward(m, ds, NULL, i, cnt, m->delta, &r);
+		right += r;
+	}
 
 	*ce = ds->n ? loss / (double)ds->n : 0;
 	*acc = ds->n ? (double)right / (double)ds->n : 0;
