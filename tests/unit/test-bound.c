@@ -358,6 +358,17 @@ static void test_events(void)
 	CHECK_NEAR(ck.envelope_max, 1, 1e-12);
 	scar_bound_check_release(&ck);
 
+	/* measured on dist_opt: the reference reaches 0.01 at 9 (4 / 2^9), the perturbed run at 10 */
+	co.metric = SCAR_BOUND_METRIC_DIST;
+	co.target = 0.01;
+	CHECK_RC(scar_bound_check_events(r, "ref", p, "pert", &co, &ck, NULL));
+	CHECK_NEAR(ck.cost.reference_iter, 9, 0);
+	CHECK_NEAR(ck.cost.perturbed_iter, 10, 0);
+	CHECK(!ck.exceeded);
+	scar_bound_check_release(&ck);
+	co.metric = SCAR_BOUND_METRIC_OBJECTIVE;
+	co.target = NAN;
+
 	/* an extra perturbation makes the bound larger */
 	{
 		struct scar_bound_pert x = { 0.125, 5 };
