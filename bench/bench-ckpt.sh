@@ -61,6 +61,7 @@ t_info=$(median_of sh -c "scar-ckpt info '$ck' > /dev/null")
 
 rss_verify=$(/usr/bin/time -f %M scar-ckpt verify -q "$ck" 2>&1 >/dev/null | tail -n 1)
 rss_info=$(/usr/bin/time -f %M scar-ckpt info "$ck" 2>&1 >/dev/null | tail -n 1)
+rss_pipe=$(/usr/bin/time -f %M sh -c "scar-ckpt info - < '$ck' > /dev/null" 2>&1 | tail -n 1)
 largest=$(scar-ckpt info --json "$ck" | jq '[.sections[] | .raw_bytes, .stored_bytes] | max')
 bound=$(((2 * largest + (16 << 20)) / 1024))
 
@@ -92,7 +93,8 @@ row "scar read (verify)" $t_read $t_lz4d "lz4 -d"
 row "scar info (reads all sections)" $t_info $t_lz4d "lz4 -d"
 printf 'sizes: raw %d, lz4 %d (ratio %s), checkpoint %d (ratio %s)\n' "$raw_b" "$lz_b" \
 	"$(x "$raw_b" "$lz_b")" "$ck_b" "$(x "$raw_b" "$ck_b")"
-printf 'peak RSS KiB: verify %d, info %d; bound 2 x largest section + 16 MiB = %d: %s\n' \
-	"$rss_verify" "$rss_info" "$bound" \
-	"$([ "$rss_verify" -le "$bound" ] && [ "$rss_info" -le "$bound" ] && echo within || echo EXCEEDED)"
+printf 'peak RSS KiB: verify %d, info %d, info from a pipe %d; bound 2 x largest section + 16 MiB = %d: %s\n' \
+	"$rss_verify" "$rss_info" "$rss_pipe" "$bound" \
+	"$([ "$rss_verify" -le "$bound" ] && [ "$rss_info" -le "$bound" ] && [ "$rss_pipe" -le "$bound" ] &&
+		echo within || echo EXCEEDED)"
 rm -f "$raw" "$ck" "$lz" "$out/wall" "$out/cpu" "$out/t1"

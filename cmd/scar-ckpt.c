@@ -575,10 +575,11 @@ static int cmd_info(int argc, char **argv)
 	struct scar_ckpt_reader *r = NULL;
 	struct scar_ckpt_section sec;
 	struct scar_error e;
-	uint64_t *traw = NULL, *tstored = NULL;
-	size_t nsec = 0, cap = 0;
+	uint64_t *traw = NULL, *tstored = NULL, file_bytes;
+	size_t nsec = 0, cap = 0, i;
 	const char *path;
-	int json = 0, c, rc, status = 0;
+	int json = 0, c, rc, status = 0, seekable;
+	struct stat sb;
 
 	while ((c = next_opt(argc, argv, ":h", info_opts)) != -1)
 		if (c == OPT_JSON)
@@ -587,7 +588,17 @@ static int cmd_info(int argc, char **argv)
 		cli_usage_error("too many operands");
 	path = input_path(argv[optind]);
 
+	/*
+	 * info reports only what it has checked. A regular file is verified
+	 * first (streaming, nothing kept) and then described from its index;
+	 * a pipe is decoded section by section as it comes.
+	 */
+	seekable = strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 	scar_error_clear(&e);
+	if (seekable && scar_ckpt_verify(path, &e) < 0) {
+		warn_err(path, &e);
+		return EXIT_TROUBLE;
+	}
 	rc = scar_ckpt_reader_open(&r, path, &e);
 	if (rc < 0) {
 		warn_err(path, &e);
@@ -598,25 +609,39 @@ static int cmd_info(int argc, char **argv)
 	tstored = calloc(in->ntensors + 1, sizeof(*tstored));
 	if (!traw || !tstored)
 		cli_die("out of memory");
-	/* Decode every section: info reports only what it has checked. */
-	while ((rc = scar_ckpt_reader_next(r, &sec, &e)) == 1) {
-		if (nsec == cap) {
-			cap = cap ? 2 * cap : 64;
-			secs = xrealloc(secs, cap * sizeof(*secs));
+	if (seekable) {
+		const struct scar_ckpt_section_info *idx;
+
+		rc = scar_ckpt_reader_index(r, &idx, &e);
+		if (rc >= 0) {
+			nsec = (size_t)rc;
+			secs = xmalloc(nsec * sizeof(*secs));
+			memcpy(secs, idx, nsec * sizeof(*secs));
 		}
-		secs[nsec++] = sec.info;
-		if (sec.info.tensor < in->ntensors) {
-			traw[sec.info.tensor] += sec.info.raw_len;
-			tstored[sec.info.tensor] += sec.info.stored_len;
+		file_bytes = (uint64_t)sb.st_size;
+	} else {
+		while ((rc = scar_ckpt_reader_next(r, &sec, &e)) == 1) {
+			if (nsec == cap) {
+				cap = cap ? 2 * cap : 64;
+				secs = xrealloc(secs, cap * sizeof(*secs));
+			}
+			secs[nsec++] = sec.info;
+		}
+		file_bytes = scar_ckpt_reader_offset(r);
+	}
+	for (i = 0; i < nsec; i++) {
+		if (secs[i].tensor < in->ntensors) {
+			traw[secs[i].tensor] += secs[i].raw_len;
+			tstored[secs[i].tensor] += secs[i].stored_len;
 		}
 	}
 	if (rc < 0) {
 		warn_err(path, &e);
 		status = EXIT_TROUBLE;
 	} else if (json) {
-		info_json(path, in, secs, nsec, traw, tstored, scar_ckpt_reader_offset(r));
+		info_json(path, in, secs, nsec, traw, tstored, file_bytes);
 	} else {
-		info_text(path, in, secs, nsec, traw, tstored, scar_ckpt_reader_offset(r));
+		info_text(path, in, secs, nsec, traw, tstored, file_bytes);
 	}
 	scar_ckpt_reader_close(r);
 	free(secs);
