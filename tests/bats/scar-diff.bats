@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# scar-diff: norms and exit codes, partial checkpoints, .npy and safetensors,
+# pipes, layout mismatches, usage errors, options in help/man/completions.
+bats_require_minimum_version 1.5.0
+load helper
+
+# Two ridge checkpoints 10 and 12 iterations in (8 shards, f64 w of 50x1).
+two() {
+	scar-train -q --model ridge --iters 10 --save a.ckpt >/dev/null
+	scar-train -q --model ridge --iters 12 --save b.ckpt >/dev/null
+}
+
+need_jq() {
+	command -v jq >/dev/null || skip "jq not installed"
+}
+
+need_numpy() {
+	/usr/bin/python3 -c 'import numpy' 2>/dev/null || skip "numpy not installed"
+}
+
+# close X Y [REL]: |X - Y| <= REL * max(|X|, |Y|, tiny)
+close() {
+	awk -v x="$1" -v y="$2" -v r="${3:-1e-12}" 'BEGIN {
+		d = x - y; if (d < 0) d = -d; m = x < 0 ? -x : x; n = y < 0 ? -y : y;
+		if (n > m) m = n; if (m < 1e-300) m = 1e-300; exit !(d <= r * m) }'
+}
+
+@test "scar-diff: --help to stdout exit 0; misuse exits 2 with a usage hint" {
+	run -0 scar-diff --help
+	[[ $output == "usage: scar-diff "* ]]
+	run -2 scar-diff a.ckpt
+	[[ $output == *"two snapshots to compare are needed"* ]]
+	[[ $output == *"try 'scar-diff --help'"* ]]
+	run -2 scar-diff a b c
+	run -2 scar-diff --per column a b
+	[[ $output == *"'column' is not 'row' or 'tensor'"* ]]
+	run -2 scar-diff --json --text a b
+	run -2 scar-diff --tolerance -1 a b
+	run -2 scar-diff --bogus a b
+	run -0 scar-diff --version
+	[[ $output == "scar-diff "* ]]
+}
+
+@test "scar-diff: equal snapshots exit 0 with zero norms" {
+	need_jq
+	two
+	run -0 --separate-stderr scar-diff --json a.ckpt a.ckpt
+	[ "$(jq ".l2 == 0" <<<"$output")" = true ]
+	[ "$(jq .changed <<<"$output")" = 0 ]
+	[ "$(jq .elements <<<"$output")" = 50 ]
+	[ "$(jq .differ <<<"$output")" = false ]
+	[ "$(jq '.top_rows | length' <<<"$output")" = 0 ]
+}
+
+@test "scar-diff: different snapshots exit 1; totals agree with tensors, shards and rows" {
+	need_jq
+	two
+	run -1 --separate-stderr scar-diff --json a.ckpt b.ckpt
+	j=$output
+	[ "$(jq -r .type <<<"$j")" = diff ]
+	[ "$(jq .iteration_a <<<"$j")" = 10 ]
+	[ "$(jq .iteration_b <<<"$j")" = 12 ]
+	[ "$(jq '.shards | length' <<<"$j")" = 8 ]
+	[ "$(jq '.top_rows | length' <<<"$j")" = 10 ]
+	l2=$(jq .l2 <<<"$j")
+	close "$l2" "$(jq '.tensors[0].l2' <<<"$j")"
+	# shards partition the rows: their squared norms add up
+	close "$l2" "$(jq '[.shards[].l2 | . * .] | add | sqrt' <<<"$j")" 1e-12
+	close "$(jq .l1 <<<"$j")" "$(jq '[.shards[].l1] | add' <<<"$j")" 1e-12
+	# per-row lines add up too, and the top rows are the largest ones
+	run -1 --separate-stderr scar-diff --per row a.ckpt b.ckpt
+	[ "$(head -1 <<<"$output" | jq -r .format)" = scar-diff-rows ]
+	[ "$(grep -c '"type":"row"' <<<"$output")" = 50 ]
+	[ "$(tail -1 <<<"$output" | jq -r .type)" = diff ]
+	close "$l2" "$(grep '"type":"row"' <<<"$output" | jq -s '[.[].l2 | . * .] | add | sqrt')" 1e-12
+	top=$(grep '"type":"row"' <<<"$output" | jq -s 'max_by(.l2) | .row')
+	[ "$(jq '.top_rows[0].row' <<<"$j")" = "$top" ]
+	# the relative norm is against B
+	close "$(jq .rel_l2 <<<"$j")" "$(jq '.l2 / .norm_b' <<<"$j")"
+}
+
+@test "scar-diff: --tolerance, --quiet and text output" {
+	two
+	run -0 scar-diff -q --tolerance 10 a.ckpt b.ckpt
+	[ -z "$output" ]
+	run -1 scar-diff -q --tolerance 1e-9 a.ckpt b.ckpt
+	[ -z "$output" ]
+	run -1 scar-diff --text a.ckpt b.ckpt
+	[[ $output == *"'a.ckpt' (ckpt, ridge, iteration 10, 8 shards) vs 'b.ckpt'"* ]]
+	[[ $output == *"tensor w "* ]]
+	[[ $output == *"top rows by L2 change:"* ]]
+	[[ ${lines[-1]} == differ ]]
+	run -0 scar-diff --text --tolerance 10 a.ckpt b.ckpt
+	[[ ${lines[-1]} == "within tolerance" ]]
+}
+
+@test "scar-diff: pipes and standard input give the same numbers as files" {
+	need_jq
+	two
+	want=$(scar-diff --json a.ckpt b.ckpt | jq .l2)
+	run -1 --separate-stderr scar-diff --json - b.ckpt <a.ckpt
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	run -1 --separate-stderr scar-diff --json a.ckpt - <b.ckpt
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	[ "$(jq .loaded_whole <<<"$output")" = false ]
+	run -1 --separate-stderr scar-diff --json <(cat a.ckpt) <(cat b.ckpt)
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	[ "$(jq .loaded_whole <<<"$output")" = true ]
+	run -2 scar-diff - - <a.ckpt
+	[[ $output == *"only one operand can be standard input"* ]]
+}
+
+@test "scar-diff: different shard counts are compared row by row" {
+	need_jq
+	two
+	scar-ckpt convert --shards 3 --no-sync b.ckpt b3.ckpt
+	want=$(scar-diff --json a.ckpt b.ckpt | jq .l2)
+	run -1 --separate-stderr scar-diff --json a.ckpt b3.ckpt
+	close "$(jq .l2 <<<"$output")" "$want"
+	[ "$(jq '.shards | length' <<<"$output")" = 8 ]
+	[ "$(jq .loaded_whole <<<"$output")" = true ]
+}
+
+@test "scar-diff: partial checkpoints compare the rows in both and list the rest" {
+	need_jq
+	mkdir d
+	scar-train -q --model mlr --iters 4 --policy round-robin --interval 2 --fraction 1/2 \
+		--checkpoint-dir d >/dev/null
+	full=d/ckpt-0000000000.ckpt
+	part=d/ckpt-0000000004.ckpt
+	[ "$(scar-ckpt info "$part" | awk '/^kind:/ { print $2 }')" = partial ]
+	run -1 --separate-stderr scar-diff --json "$full" "$part"
+	present=$(scar-ckpt info "$part" | awk '$1 == "weights" { split($5, p, "/"); print p[1] }')
+	[ "$(jq '.tensors[0].rows_compared' <<<"$output")" = "$present" ]
+	[ "$(jq '.missing.rows_only_a' <<<"$output")" = $((21 - present)) ]
+	[ "$(jq '.missing.rows_only_b' <<<"$output")" = 0 ]
+	[ "$(jq '[.missing.rows[0].only_a[][1]] | add' <<<"$output")" = $((21 - present)) ]
+	# the same partial against itself: equal, unless missing rows count
+	run -0 scar-diff -q "$part" "$part"
+	run -0 scar-diff -q --tolerance 1e9 "$full" "$part"
+	run -1 scar-diff -q --strict --tolerance 1e9 "$full" "$part"
+}
+
+@test "scar-diff: .npy files, matched by stem, from scar-ckpt export and from numpy" {
+	need_jq
+	two
+	scar-ckpt export --tensor w -o w.npy b.ckpt
+	run -0 scar-diff -q b.ckpt w.npy
+	want=$(scar-diff --json a.ckpt b.ckpt | jq .l2)
+	run -1 --separate-stderr scar-diff --json a.ckpt w.npy
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	[ "$(jq -r .b.kind <<<"$output")" = npy ]
+	[ "$(jq .b.iteration <<<"$output")" = null ]
+	scar-ckpt export --tensor w -o x.npy a.ckpt
+	run -1 --separate-stderr scar-diff --json x.npy w.npy	# two arrays pair up
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	need_numpy
+	/usr/bin/python3 - <<'EOF'
+import numpy as np
+rng = np.random.default_rng(3)
+a = rng.standard_normal((300, 7))
+b = a.copy(); b[5, 2] += 0.25; b[17] -= 1e-3
+np.save("p.npy", a); np.save("q.npy", b)
+np.save("big.npy", a.astype(">f8"))
+np.save("f.npy", a.astype(np.float32))
+with open("ref", "w") as f:
+    print(repr(float(np.linalg.norm(a - b))), file=f)
+EOF
+	run -1 --separate-stderr scar-diff --json p.npy q.npy
+	close "$(jq .l2 <<<"$output")" "$(cat ref)" 1e-14
+	[ "$(jq .changed <<<"$output")" = 8 ]
+	[ "$(jq '.top_rows[0].row' <<<"$output")" = 5 ]
+	run -0 scar-diff -q p.npy big.npy	# big-endian on disk, same values
+	run -2 scar-diff p.npy f.npy
+	[[ $output == *"tensor 'p' differs in layout: f64 [300, 7] in 'p.npy', f32 [300, 7] in 'f.npy'"* ]]
+}
+
+# A safetensors file of one f64 tensor "w" and one f32 tensor "extra" (the
+# format is public and small: written here by hand, as PyTorch would).
+mksafetensors() {
+	/usr/bin/python3 - "$1" "$2" <<'EOF'
+import json, struct, sys
+import numpy as np
+w = np.load(sys.argv[1]).astype("<f8")
+extra = np.arange(6, dtype="<f4")
+hdr = {"__metadata__": {"format": "pt"},
+       "extra": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+       "w": {"dtype": "F64", "shape": list(w.shape), "data_offsets": [24, 24 + w.nbytes]}}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+with open(sys.argv[2], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + extra.tobytes() + w.tobytes())
+EOF
+}
+
+@test "scar-diff: safetensors against a checkpoint, by name" {
+	need_jq
+	need_numpy
+	two
+	scar-ckpt export --tensor w -o w.npy b.ckpt
+	mksafetensors w.npy b.safetensors
+	run -0 --separate-stderr scar-diff --json b.ckpt b.safetensors
+	[ "$(jq -r .b.kind <<<"$output")" = safetensors ]
+	[ "$(jq -c .missing.tensors_only_b <<<"$output")" = '["extra"]' ]
+	want=$(scar-diff --json a.ckpt b.ckpt | jq .l2)
+	run -1 --separate-stderr scar-diff --json a.ckpt b.safetensors
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	run -0 scar-diff -q --tensor extra b.safetensors b.safetensors
+	run -2 scar-diff --tensor nope a.ckpt b.safetensors
+	[[ $output == *"no tensor 'nope'"* ]]
+}
+
+@test "scar-diff: unreadable, foreign and mismatched inputs exit 2 with the file named" {
+	two
+	run -2 scar-diff a.ckpt missing.ckpt
+	[[ $output == "scar-diff: cannot open 'missing.ckpt': No such file or directory"* ]]
+	echo "hello, not a snapshot" >text.txt
+	run -2 scar-diff a.ckpt text.txt
+	[[ $output == *"'text.txt' is not a checkpoint, .npy or safetensors file"* ]]
+	head -c 300 a.ckpt >cut.ckpt
+	run -2 scar-diff a.ckpt cut.ckpt
+	[[ $output == *"cut.ckpt"* ]]
+	scar-train -q --model ridge --set d=20 --iters 2 --save small.ckpt >/dev/null
+	run -2 scar-diff a.ckpt small.ckpt
+	[[ $output == *"tensor 'w' differs in layout: f64 [50, 1] in 'a.ckpt', f64 [20, 1] in 'small.ckpt'"* ]]
+	scar-ckpt export --tensor w -o other.npy a.ckpt
+	run -2 scar-diff --tensor q a.ckpt other.npy
+}
+
+@test "scar-diff: state tensors only with --all" {
+	need_jq
+	scar-train -q --model mlr --iters 3 --save a.ckpt >/dev/null
+	scar-train -q --model mlr --iters 4 --save b.ckpt >/dev/null
+	run -1 --separate-stderr scar-diff --json a.ckpt b.ckpt
+	[ "$(jq '[.tensors[].role] | unique' -c <<<"$output")" = '["param"]' ]
+	run -1 --separate-stderr scar-diff --json --all a.ckpt b.ckpt
+	[ "$(jq '[.tensors[] | select(.role == "state")] | length' <<<"$output")" -ge 1 ]
+}
+
+@test "scar-diff: every long option is in --help, the man page and all three completions" {
+	src="$SCAR_ROOT/cmd/scar-diff.c"
+	opts=$(grep -oE '^[[:space:]]*\{ "[a-zA-Z][a-zA-Z-]*", (no|required|optional)_argument' "$src" |
+		sed -E 's/.*"([a-zA-Z-]+)".*/\1/' | sort -u)
+	[ "$(printf '%s\n' "$opts" | wc -l)" -ge 11 ]
+	help=$(scar-diff --help)
+	man=$(MANWIDTH=200 mandoc -Tascii "$SCAR_ROOT/man/scar-diff.1" | col -b)
+	for o in $opts; do
+		[[ $help == *"--$o"* ]] || { echo "--$o missing from --help"; false; }
+		[[ $man == *"--$o"* ]] || { echo "--$o missing from the man page"; false; }
+		grep -q -- "--$o\b" "$SCAR_ROOT/completions/bash/scar-diff" || { echo "--$o missing from bash"; false; }
+		grep -q -- "--$o\b" "$SCAR_ROOT/completions/zsh/_scar-diff" || { echo "--$o missing from zsh"; false; }
+		grep -qE -- "-l $o( |\$)" "$SCAR_ROOT/completions/fish/scar-diff.fish" || { echo "--$o missing from fish"; false; }
+	done
+}
