@@ -10,10 +10,11 @@
 # `make data` cache), SHARDS (default 8), INTERVAL (C, default 8), FRACTION
 # (r of the partial policies, default 1/4).
 #
-# Each trial t fails once, at iteration T_t = C + 1 + (t * 7) mod (N/2 - C)
-# (spread over the first half of the run, never on a checkpoint boundary
-# exactly), losing round(f * S) shards chosen by --fail-seed t. The same
-# trials are run for every strategy, so cells differ only by strategy.
+# Trial t (1..TRIALS) fails once, at T_t = C + 1 + (t - 1) * (N/2 - C) / TRIALS
+# (integer division: spread evenly over (C, N/2], so every phase of the
+# checkpoint cycle is represented), losing round(f * S) shards chosen by
+# --fail-seed t. The same trials are run for every strategy, so cells differ
+# only by strategy.
 # Writes OUT/compare.md, OUT/compare.json, OUT/compare.png (when gnuplot is
 # installed) and the raw per-run lines in OUT/compare-runs.tsv.
 set -eu
@@ -84,7 +85,7 @@ for m in $models; do
 		for s in $strategies; do
 			t=1
 			while [ "$t" -le "$trials" ]; do
-				T=$((C + 1 + (t * 7) % span))
+				T=$((C + 1 + (t - 1) * span / trials))
 				echo "$m	$f	$s	$t	$T	scar-train -q --no-timing --shards $S $args $(strategy_args "$s") --interval $C --fail-at $T --lose-fraction $f --fail-seed $t --reference $ref" >> "$cmds"
 				t=$((t + 1))
 			done
