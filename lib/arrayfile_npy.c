@@ -431,7 +431,8 @@ static int slurp(struct scar_arrayfile *f, const void *head, size_t n, struct sc
 
 	if (!buf)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	memcpy(buf, head, n);
+	if (n)
+		memcpy(buf, head, n);
 	for (;;) {
 		ssize_t r;
 
@@ -507,7 +508,7 @@ int scar_arrayfile_open_fd(struct scar_arrayfile **out, int fd, const char *name
 			rc = scar_safetensors_parse(h, hlen, 8 + hlen, f->size, &f->t, &f->n,
 						    &f->meta, err);
 		free(h);
-		if (rc < 0 && err && !err->file[0])
+		if (rc < 0 && err)
 			snprintf(err->file, sizeof(err->file), "%s", f->name);
 		break;
 	}

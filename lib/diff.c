@@ -1193,6 +1193,7 @@ static int setup(struct engine *e, struct side *A, struct side *B, struct scar_e
 			return rc;
 		r->rows_only_a += rt->rows_only_a;
 		r->rows_only_b += rt->rows_only_b;
+		r->ntensors = nm + 1;	/* so that a failure below frees its ranges */
 		if (e->swapped) {
 			e->p2r[j] = (long)nm;
 			e->q2r[i] = (long)nm;

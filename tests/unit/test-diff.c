@@ -279,11 +279,12 @@ static void test_files(void)
 		CHECK(strcmp(r3->b.kind, "npy") == 0);
 		CHECK_NEAR(r3->total.l2, 0.5 * sqrt(300000.0), 1e-9);
 	}
-	CHECK(scar_diff_files(tmp("a.safetensors"), tmp("missing"), NULL, &r3, &e) == SCAR_EIO);
-	CHECK(scar_diff_files("-", "-", NULL, &r3, &e) == SCAR_EINVAL);
 	scar_diff_result_free(r1);
 	scar_diff_result_free(r2);
 	scar_diff_result_free(r3);
+	CHECK(scar_diff_files(tmp("a.safetensors"), tmp("missing"), NULL, &r3, &e) == SCAR_EIO);
+	CHECK(r3 == NULL);
+	CHECK(scar_diff_files("-", "-", NULL, &r3, &e) == SCAR_EINVAL);
 	scar_state_free(a);
 	scar_state_free(b);
 }
