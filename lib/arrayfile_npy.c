@@ -4,6 +4,7 @@
  * scar/arrayfile.h). The safetensors header parser and writer live in
  * arrayfile_safetensors.c.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "scar/arrayfile.h"
+#include "scar/perturb.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "scar array files assume a little-endian host"
@@ -244,27 +246,44 @@ static int py_word(struct pylit *s, const char *w)
 	return 0;
 }
 
-static int npy_dtype(const char *descr, enum scar_dtype *dt, int *swap)
+static const struct {
+	const char *code, *npy, *stored;
+	enum scar_dtype dt;
+	unsigned size;
+} array_types[] = {
+	{ "F32", "f4", NULL, SCAR_F32, 4 }, { "F64", "f8", NULL, SCAR_F64, 8 },
+	{ "I32", "i4", NULL, SCAR_I32, 4 }, { "U32", "u4", NULL, SCAR_U32, 4 },
+	{ "I64", "i8", NULL, SCAR_I64, 8 }, { "U64", "u8", NULL, SCAR_U64, 8 },
+	{ "U8", "u1", NULL, SCAR_U8, 1 }, { "F16", "f2", "f16", SCAR_F32, 2 },
+	{ "BF16", NULL, "bf16", SCAR_F32, 2 }, { "I8", "i1", "i8", SCAR_I32, 1 },
+	{ "I16", "i2", "i16", SCAR_I32, 2 }, { "U16", "u2", "u16", SCAR_U32, 2 },
+	{ "BOOL", "b1", "bool", SCAR_U8, 1 },
+};
+
+enum scar_dtype scar_array_dtype(const char *code, const char **stored, unsigned *stored_size)
 {
-	static const struct {
-		const char *code;
-		enum scar_dtype dt;
-	} map[] = {
-		{ "f4", SCAR_F32 }, { "f8", SCAR_F64 }, { "i4", SCAR_I32 }, { "u4", SCAR_U32 },
-		{ "i8", SCAR_I64 }, { "u8", SCAR_U64 }, { "u1", SCAR_U8 },
-	};
+	for (size_t i = 0; i < sizeof(array_types) / sizeof(array_types[0]); i++) {
+		if (strcmp(code, array_types[i].code) == 0 ||
+		    (array_types[i].npy && strcmp(code, array_types[i].npy) == 0)) {
+			*stored = array_types[i].stored;
+			*stored_size = array_types[i].size;
+			return array_types[i].dt;
+		}
+	}
+	return 0;
+}
+
+static int npy_dtype(const char *descr, struct scar_array_info *t)
+{
 	char order = descr[0];
 
 	if (order != '<' && order != '>' && order != '|' && order != '=')
 		return -1;
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (strcmp(descr + 1, map[i].code) == 0) {
-			*dt = map[i].dt;
-			*swap = order == '>' && map[i].dt != SCAR_U8;
-			return 0;
-		}
-	}
-	return -1;
+	t->dtype = scar_array_dtype(descr + 1, &t->stored, &t->stored_size);
+	if (!t->dtype || isupper((unsigned char)descr[1]))
+		return -1;
+	t->swap = order == '>' && t->stored_size > 1;
+	return 0;
 }
 
 static void npy_stem(const char *path, char *out)
@@ -392,7 +411,7 @@ static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
 	}
 	if (!have_descr || !have_shape)
 		goto bad;
-	if (npy_dtype(descr, &t->dtype, &t->swap) < 0) {
+	if (npy_dtype(descr, t) < 0) {
 		rc = scar_error_set_at(err, SCAR_EUNSUPPORTED, f->name, (int64_t)hstart, -1,
 				       "tensor '%s': unsupported .npy dtype '%s'", t->name, descr);
 		goto out;
@@ -408,7 +427,7 @@ static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
 	t->role = SCAR_ROLE_PARAM;
 	t->offset = hstart + hlen;
 	t->nbytes = elems * esz;
-	if (t->offset > f->size || t->nbytes > f->size - t->offset) {
+	if (t->offset > f->size || elems * t->stored_size > f->size - t->offset) {
 		rc = scar_error_set_at(err, SCAR_ETRUNC, f->name, (int64_t)f->size, -1,
 				       "'%s' ends early: tensor '%s' needs %llu data bytes", f->name,
 				       t->name, (unsigned long long)t->nbytes);
@@ -598,17 +617,68 @@ static void swap_bytes(void *buf, size_t len, size_t esz)
 		}
 }
 
+/*
+ * Widen n narrow elements stored at the end of buf into the whole of buf,
+ * front to back: element i is read before anything overwrites it.
+ */
+static void widen(const struct scar_array_info *t, unsigned char *buf, size_t n)
+{
+	const unsigned char *src = buf + n * (scar_dtype_size(t->dtype) - t->stored_size);
+
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *s = src + i * t->stored_size;
+		uint16_t h = (uint16_t)(s[0] | (t->stored_size > 1 ? s[1] << 8 : 0));
+
+		if (!strcmp(t->stored, "f16")) {
+			float v = scar_f16_to_f32(h);
+
+			memcpy(buf + 4 * i, &v, 4);
+		} else if (!strcmp(t->stored, "bf16")) {
+			float v = scar_bf16_to_f32(h);
+
+			memcpy(buf + 4 * i, &v, 4);
+		} else if (!strcmp(t->stored, "i8")) {
+			int32_t v = (int8_t)s[0];
+
+			memcpy(buf + 4 * i, &v, 4);
+		} else if (!strcmp(t->stored, "i16")) {
+			int32_t v = (int16_t)h;
+
+			memcpy(buf + 4 * i, &v, 4);
+		} else if (!strcmp(t->stored, "u16")) {
+			uint32_t v = h;
+
+			memcpy(buf + 4 * i, &v, 4);
+		} else {
+			buf[i] = s[0] != 0;	/* bool */
+		}
+	}
+}
+
 int scar_arrayfile_read(struct scar_arrayfile *f, size_t i, uint64_t off, void *buf,
 			size_t len, struct scar_error *err)
 {
 	const struct scar_array_info *t = scar_arrayfile_tensor(f, i);
+	size_t esz, n;
 	int rc;
 
 	if (!t || off > t->nbytes || len > t->nbytes - off)
 		return scar_error_set(err, SCAR_ERANGE, "read outside tensor %zu of '%s'", i, f->name);
-	rc = rd(f, t->offset + off, buf, len, err);
+	esz = scar_dtype_size(t->dtype);
+	if (!t->stored) {
+		rc = rd(f, t->offset + off, buf, len, err);
+		if (rc == 0 && t->swap)
+			swap_bytes(buf, len, esz);
+		return rc;
+	}
+	n = len / esz;
+	rc = rd(f, t->offset + off / esz * t->stored_size,
+		(unsigned char *)buf + len - n * t->stored_size, n * t->stored_size, err);
 	if (rc == 0 && t->swap)
-		swap_bytes(buf, len, scar_dtype_size(t->dtype));
+		swap_bytes((unsigned char *)buf + len - n * t->stored_size, n * t->stored_size,
+			   t->stored_size);
+	if (rc == 0)
+		widen(t, buf, n);
 	return rc;
 }
 

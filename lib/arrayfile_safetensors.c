@@ -1,4 +1,5 @@
 /* arrayfile_safetensors.c - safetensors header parser and writer (see scar/arrayfile.h). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,19 +8,17 @@
 
 #define ROLE_KEY "scar.role."
 
-static const struct {
-	const char *code;
-	enum scar_dtype dt;
-} st_dtypes[] = {
-	{ "F32", SCAR_F32 }, { "F64", SCAR_F64 }, { "I32", SCAR_I32 }, { "U32", SCAR_U32 },
-	{ "I64", SCAR_I64 }, { "U64", SCAR_U64 }, { "U8", SCAR_U8 },
-};
-
 static const char *st_code(enum scar_dtype dt)
 {
-	for (size_t i = 0; i < sizeof(st_dtypes) / sizeof(st_dtypes[0]); i++)
-		if (st_dtypes[i].dt == dt)
-			return st_dtypes[i].code;
+	switch (dt) {
+	case SCAR_F32: return "F32";
+	case SCAR_F64: return "F64";
+	case SCAR_I32: return "I32";
+	case SCAR_U32: return "U32";
+	case SCAR_I64: return "I64";
+	case SCAR_U64: return "U64";
+	case SCAR_U8: return "U8";
+	}
 	return NULL;
 }
 
@@ -82,7 +81,7 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 		json_t *shape = json_object_get(v, "shape");
 		json_t *offs = json_object_get(v, "data_offsets");
 		uint64_t elems = 1, b, e;
-		size_t esz, i;
+		size_t i;
 		json_t *d;
 
 		if (strcmp(key, "__metadata__") == 0)
@@ -102,9 +101,11 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 			goto out;
 		}
 		strcpy(ti->name, key);
-		for (i = 0; i < sizeof(st_dtypes) / sizeof(st_dtypes[0]); i++)
-			if (strcmp(json_string_value(dt), st_dtypes[i].code) == 0)
-				ti->dtype = st_dtypes[i].dt;
+		if (islower((unsigned char)json_string_value(dt)[0]))
+			ti->dtype = 0;	/* NumPy codes are not safetensors dtypes */
+		else
+			ti->dtype = scar_array_dtype(json_string_value(dt), &ti->stored,
+						     &ti->stored_size);
 		if (!ti->dtype) {
 			rc = scar_error_set(err, SCAR_EUNSUPPORTED,
 					    "tensor '%s': unsupported safetensors dtype '%s'", key,
@@ -131,7 +132,6 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 			elems *= (uint64_t)s;
 		}
 		ti->ndim = (int)json_array_size(shape);
-		esz = scar_dtype_size(ti->dtype);
 		if (json_integer_value(json_array_get(offs, 0)) < 0 ||
 		    json_integer_value(json_array_get(offs, 1)) < 0) {
 			rc = scar_error_set(err, SCAR_EFORMAT, "tensor '%s': negative data_offsets", key);
@@ -139,7 +139,7 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 		}
 		b = (uint64_t)json_integer_value(json_array_get(offs, 0));
 		e = (uint64_t)json_integer_value(json_array_get(offs, 1));
-		if (e < b || elems > UINT64_MAX / esz || e - b != elems * esz) {
+		if (e < b || elems > UINT64_MAX / 8 || e - b != elems * ti->stored_size) {
 			rc = scar_error_set(err, SCAR_EFORMAT,
 					    "tensor '%s': data_offsets [%llu, %llu] do not match its shape",
 					    key, (unsigned long long)b, (unsigned long long)e);
@@ -152,7 +152,7 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 			goto out;
 		}
 		ti->offset = data_start + b;
-		ti->nbytes = e - b;
+		ti->nbytes = elems * scar_dtype_size(ti->dtype);
 		ti->role = SCAR_ROLE_PARAM;
 		if (meta) {
 			char mk[sizeof(ROLE_KEY) + SCAR_NAME_MAX];
@@ -167,7 +167,8 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 	}
 	qsort(t, nt, sizeof(*t), cmp_offset);
 	for (size_t i = 1; i < nt; i++)
-		if (t[i].offset < t[i - 1].offset + t[i - 1].nbytes) {
+		if (t[i].offset < t[i - 1].offset + (t[i - 1].nbytes / scar_dtype_size(t[i - 1].dtype)) *
+				  t[i - 1].stored_size) {
 			rc = scar_error_set(err, SCAR_EFORMAT, "tensors '%s' and '%s' overlap",
 					    t[i - 1].name, t[i].name);
 			goto out;

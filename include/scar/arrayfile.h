@@ -17,7 +17,11 @@
  *        F32 F64 I32 U32 I64 U64 U8. The writer pads the header with spaces
  *        to a multiple of 8 and lays tensors out in the given order.
  *
- * Other dtypes (f16, bf16, i8, bool, ...) fail with SCAR_EUNSUPPORTED and a
+ * Narrow types are widened exactly as they are read: f16 and bf16 become
+ * f32, i8 and i16 become i32, u16 becomes u32, bool becomes u8 (the info's
+ * dtype and nbytes are the widened ones; "stored" names the file's type).
+ * So half-precision PyTorch and Hugging Face files can be compared.
+ * Other dtypes (complex, f8, ...) fail with SCAR_EUNSUPPORTED and a
  * message naming the tensor and the dtype.
  *
  * Tensors read from these files have role SCAR_ROLE_PARAM and no present
@@ -52,8 +56,10 @@ struct scar_array_info {
 	int ndim;
 	uint64_t shape[SCAR_MAX_DIMS];
 	uint64_t offset;	/* of the first data byte in the file */
-	uint64_t nbytes;	/* elements * dtype size */
+	uint64_t nbytes;	/* elements * dtype size (of the widened type) */
 	int swap;		/* stored big-endian: reads byte-swap */
+	const char *stored;	/* file type when widened: "f16" "bf16" "i8" "i16" "u16" "bool"; else NULL */
+	unsigned stored_size;	/* bytes per element in the file */
 };
 
 struct scar_arrayfile;	/* opaque */
@@ -92,8 +98,9 @@ const json_t *scar_arrayfile_metadata(const struct scar_arrayfile *f);
 
 /*
  * Copy len bytes of tensor i starting at byte off of its data into buf, in
- * native (little-endian) byte order. off and len must lie within the tensor
- * and be multiples of the element size. SCAR_ETRUNC when the file is short.
+ * native (little-endian) byte order and the widened type. off and len must
+ * lie within the tensor (nbytes) and be multiples of the element size.
+ * SCAR_ETRUNC when the file is short.
  */
 int scar_arrayfile_read(struct scar_arrayfile *f, size_t i, uint64_t off, void *buf,
 			size_t len, struct scar_error *err);
@@ -154,6 +161,13 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 int scar_write_atomic(const char *path,
 		      int (*fn)(int fd, const char *name, void *ctx, struct scar_error *err),
 		      void *ctx, struct scar_error *err);
+
+/*
+ * The dtype a file type code is read as, and its size in the file: code is
+ * a safetensors dtype ("F16") or a NumPy kind+size ("f2"). Returns the
+ * scar dtype or 0; *stored gets the narrow type's name or NULL.
+ */
+enum scar_dtype scar_array_dtype(const char *code, const char **stored, unsigned *stored_size);
 
 /* Write all of buf to fd, retrying on EINTR and short writes. */
 int scar_write_all(int fd, const void *buf, size_t len, const char *name,

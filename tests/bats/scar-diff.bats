@@ -210,6 +210,30 @@ EOF
 	[[ $output == *"no tensor 'nope'"* ]]
 }
 
+@test "scar-diff: half-precision arrays (f16, bf16) are widened exactly" {
+	need_jq
+	need_numpy
+	/usr/bin/python3 - <<'EOF'
+import json, struct
+import numpy as np
+rng = np.random.default_rng(5)
+h = rng.standard_normal((40, 3)).astype(np.float16)
+np.save("h.npy", h)
+np.save("w.npy", h.astype(np.float32))
+bf = (h.astype(np.float32).view(np.uint32) >> 16).astype("<u2")
+hdr = {"w": {"dtype": "BF16", "shape": [40, 3], "data_offsets": [0, bf.nbytes]}}
+t = json.dumps(hdr).encode()
+with open("bf.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(t)) + t + bf.tobytes())
+# bf16 truncation of the f32 values, as a reference
+np.save("wbf.npy", (bf.astype(np.uint32) << 16).view(np.float32))
+EOF
+	run -0 scar-diff -q h.npy w.npy
+	run -0 scar-diff -q bf.safetensors wbf.npy
+	run -1 --separate-stderr scar-diff --json bf.safetensors w.npy
+	[ "$(jq -r '.tensors[0].dtype' <<<"$output")" = f32 ]
+}
+
 @test "scar-diff: unreadable, foreign and mismatched inputs exit 2 with the file named" {
 	two
 	run -2 scar-diff a.ckpt missing.ckpt

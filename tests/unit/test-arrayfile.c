@@ -106,11 +106,30 @@ static void test_npy_foreign(void)
 	put(tmp("short.npy"), file, n + 10);
 	CHECK(scar_arrayfile_open(&f, tmp("short.npy"), &e) == SCAR_ETRUNC);
 	CHECK(f == NULL);
-	/* unsupported dtype */
+	/* half precision is widened to f32 as it is read */
 	memcpy(file + 10 + 11, "<f2", 3);
-	put(tmp("half.npy"), file, n + 16);
-	CHECK(scar_arrayfile_open(&f, tmp("half.npy"), &e) == SCAR_EUNSUPPORTED);
-	CHECK(strstr(e.msg, "'<f2'") != NULL);
+	memcpy(file + n, "\x00\x3c\x00\xc0", 4);
+	put(tmp("half.npy"), file, n + 4);
+	CHECK_RC(scar_arrayfile_open(&f, tmp("half.npy"), NULL));
+	if (f) {
+		float h[2];
+		const struct scar_array_info *ti = scar_arrayfile_tensor(f, 0);
+
+		CHECK(ti->dtype == SCAR_F32 && ti->nbytes == 8 && ti->stored_size == 2);
+		CHECK(ti->stored && strcmp(ti->stored, "f16") == 0);
+		CHECK_RC(scar_arrayfile_read(f, 0, 0, h, 8, NULL));
+		CHECK(h[0] == 1.0f && h[1] == -2.0f);
+		CHECK_RC(scar_arrayfile_read(f, 0, 4, h, 4, NULL));
+		CHECK(h[0] == -2.0f);
+		scar_arrayfile_close(f);
+	}
+	put(tmp("half.npy"), file, n + 3);
+	CHECK(scar_arrayfile_open(&f, tmp("half.npy"), &e) == SCAR_ETRUNC);
+	/* unsupported dtype */
+	memcpy(file + 10 + 11, "<c8", 3);
+	put(tmp("cplx.npy"), file, n + 16);
+	CHECK(scar_arrayfile_open(&f, tmp("cplx.npy"), &e) == SCAR_EUNSUPPORTED);
+	CHECK(strstr(e.msg, "'<c8'") != NULL);
 	/* garbage header */
 	memcpy(file + 10, "{'descr' '<f8'", 14);
 	put(tmp("bad.npy"), file, n + 16);
@@ -184,7 +203,12 @@ static void test_safetensors_bad(void)
 	st_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, 0);
 	st_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, SCAR_ETRUNC);
 	st_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 16, SCAR_EFORMAT);
-	st_bad("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+	st_bad("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, 0);
+	st_bad("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+	       SCAR_EFORMAT);
+	st_bad("{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
+	       SCAR_EUNSUPPORTED);
+	st_bad("{\"a\":{\"dtype\":\"f4\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
 	       SCAR_EUNSUPPORTED);
 	st_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
 	       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 16, SCAR_EFORMAT);
