@@ -100,7 +100,7 @@ tr '\n' '\0' < "$cmds" | xargs -0 -P "$jobs" -n 1 sh -c '
 	meta=$(printf "%s" "$line" | cut -f1-5)
 	cmd=$(printf "%s" "$line" | cut -f6)
 	rec=$(eval "$cmd" | grep "\"type\":\"cost\"") || { echo "compare: failed: $cmd" >&2; exit 255; }
-	cost=$(printf "%s" "$rec" | sed "s/.*\"cost\":\(-*[0-9]*\).*/\1/")
+	cost=$(printf "%s" "$rec" | sed "s/.*\"cost_interp\":\([-0-9.e+]*\).*/\1/")
 	cens=$(printf "%s" "$rec" | sed "s/.*\"censored\":\([a-z]*\).*/\1/")
 	printf "%s\t%s\t%s\n" "$meta" "$cost" "$cens"
 ' sh >> "$runs"

@@ -661,7 +661,26 @@ struct costinfo {
 	int have;
 	double target;
 	uint64_t ref_iter;
+	double ref_cross;	/* interpolated clock of reaching the target */
 };
+
+/*
+ * Where between clocks k-1 and k the smoothed objective crossed the target,
+ * by linear interpolation, so that costs below one iteration can be told
+ * apart; k itself when there is no usable previous value.
+ */
+static double crossing(const double *v, uint64_t k, uint64_t w, double target)
+{
+	double prev, cur;
+
+	if (k == 0)
+		return 0;
+	prev = smoothed(v, k - 1, w);
+	cur = smoothed(v, k, w);
+	if (isnan(prev) || prev == cur)
+		return (double)k;
+	return (double)(k - 1) + fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
+}
 
 static int reference_target(const struct trainer *t, const double *ref, size_t nref,
 			    struct costinfo *ci)
@@ -679,6 +698,7 @@ static int reference_target(const struct trainer *t, const double *ref, size_t n
 			ci->ref_iter = k;
 			break;
 		}
+	ci->ref_cross = crossing(ref, ci->ref_iter, w, ci->target);
 	ci->have = 1;
 	return 0;
 }
@@ -950,9 +970,12 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 			}
 		res->total_cost = (int64_t)k2 - (int64_t)ci.ref_iter;
 		res->censored = censored;
-		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:b, s:I}", "type", "cost", "target", ci.target,
-				"reference_iter", (json_int_t)ci.ref_iter, "perturbed_iter", (json_int_t)k2,
-				"cost", (json_int_t)res->total_cost, "censored", censored,
+		res->cost_interp = censored ? (double)res->total_cost :
+			crossing(t.obj, k2, o->cost_window, ci.target) - ci.ref_cross;
+		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I}", "type", "cost",
+				"target", ci.target, "reference_iter", (json_int_t)ci.ref_iter,
+				"perturbed_iter", (json_int_t)k2, "cost", (json_int_t)res->total_cost,
+				"cost_interp", res->cost_interp, "censored", censored,
 				"window", (json_int_t)o->cost_window);
 		if ((rc = emit(&t, rec)))
 			goto out;

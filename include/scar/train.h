@@ -115,7 +115,8 @@ struct scar_train_result {
 	uint64_t clock;			/* iterations executed */
 	double final_objective;
 	uint64_t failures;
-	int64_t total_cost;		/* sum of costs; censored runs count their cap */
+	int64_t total_cost;		/* clocks to the target minus the reference's; censored: at the cap */
+	double cost_interp;		/* the same with both crossings linearly interpolated */
 	int censored;
 	uint64_t checkpoints, checkpoint_rows, checkpoint_bytes;
 	double checkpoint_seconds;
