@@ -390,8 +390,21 @@ static void logits(const struct scar_model *m, const float *const *xs, uint64_t 
 				const float *wr[CB] = { w0, w1, w2, w3, w4 };
 				v8f *ar[CB] = { &a0, &a1, &a2, &a3, &a4 }, *br[CB] = { &b0, &b1, &b2, &b3, &b4 };
 
+				/*
+				 * Rows come in shuffled order, so the hardware
+				 * prefetcher cannot guess the next pair: fetch it
+				 * line by line while this pair is computed.
+				 */
+				const float *nx = i + 2 < cnt ? xs[i + 2] : x;
+				const float *ny = i + 3 < cnt ? xs[i + 3] : y;
+
 				for (uint64_t j = 0; j < d8; j += 8) {
 					v8f xv = *(const v8fu *)(x + j), yv = *(const v8fu *)(y + j), wv;
+
+					if (c0 == 0 && (j & 15) == 0) {
+						__builtin_prefetch(nx + j);
+						__builtin_prefetch(ny + j);
+					}
 
 					wv = *(const v8f *)(w0 + j);
 					a0 += xv * wv;
