@@ -137,3 +137,19 @@ uninstall:
 clean:
 	rm -f lib/*.o cmd/common/*.o lib/libscar.a scar.pc $(PROGS) $(UNIT_BIN) $(EX_BIN) $(TOOL_BIN) tests/fault-shim.so
 	rm -rf tests/fuzz/bin
+
+# --- MPI ---
+# When mpicc is on the PATH, scar-train is the MPI variant (scar-mpi(7)):
+# lib/dist_mpi.c is compiled with -DSCAR_MPI and scar-train is compiled and
+# linked by mpicc. A run without mpirun behaves exactly as the plain build
+# (MPI is not even initialised). `make MPI=0` builds without MPI.
+MPI ?= $(if $(shell command -v mpicc 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+MPICC ?= mpicc
+lib/dist_mpi.o: private CC = $(MPICC)
+lib/dist_mpi.o: private ALL_CFLAGS += -DSCAR_MPI
+scar-train: private CC = $(MPICC)
+scar-train: private ALL_CFLAGS += -DSCAR_MPI
+endif
+lib/dist_mpi.o: Makefile
+# --- end MPI ---

@@ -1,0 +1,173 @@
+/*
+ * scar/dist.h - distributed training on MPI: each rank is the parameter
+ * server of its shards and a worker over its partition of the data (see
+ * scar-mpi(7) for the design, the reduction order and the cost model).
+ *
+ * Two halves:
+ *   - MPI-free (always in libscar): the ownership rule, the data partition,
+ *     the checkpoint manifest, loading a distributed checkpoint as one.
+ *   - MPI (only when libscar is built with SCAR_MPI, i.e. `make` found
+ *     mpicc): scar_dist_init/finalize/active/rank/size and
+ *     scar_dist_train_run.
+ *
+ * THE RULES (also in scar-mpi(7)):
+ *   shard s of S is owned by rank (s mod P); so row r of a parameter tensor
+ *   is owned by rank ((r mod S) mod P). State tensors belong to rank 0.
+ *   Example i of n is in the data partition of rank R when
+ *   lo(R) <= i < lo(R + 1), lo(R) = R * (n / P) + min(R, n mod P): contiguous
+ *   blocks, the first (n mod P) ranks one example longer.
+ *
+ * A distributed checkpoint at iteration N in directory D is the rank files
+ * D/ckpt-NNNNNNNNNN.rank-R.ckpt (each a valid scar-ckpt(5) file holding the
+ * rows rank R owns as a partial checkpoint; rank 0's also holds the state
+ * tensors when the checkpoint is full) and the manifest
+ * D/ckpt-NNNNNNNNNN.manifest, written last, after every rank file is on
+ * disk. The checkpoint is complete exactly when its manifest exists and
+ * every file it lists has the listed size and CRC-32C.
+ */
+#ifndef SCAR_DIST_H
+#define SCAR_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scar/error.h"
+#include "scar/tensor.h"
+#include "scar/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SCAR_DIST_MANIFEST_FORMAT "scar-dist-manifest"
+#define SCAR_DIST_MANIFEST_VERSION 1
+
+/* Rank that owns shard s when there are P ranks (P >= 1). */
+static inline uint32_t scar_dist_shard_owner(uint32_t s, uint32_t P)
+{
+	return s % P;
+}
+
+/* Rank that owns row r of a parameter tensor with S shards over P ranks. */
+static inline uint32_t scar_dist_row_owner(uint64_t r, uint32_t S, uint32_t P)
+{
+	return (uint32_t)(r % S) % P;
+}
+
+/* First example of rank R's data partition of n examples over P ranks (R = P gives n). */
+uint64_t scar_dist_part_lo(uint64_t n, uint32_t R, uint32_t P);
+
+/*
+ * The fixed reduction order: the sum of P partial values v[0..P-1] is
+ * ((v[0] + v[1]) + v[2]) + ... in rank order, whatever MPI's own
+ * collectives would do. Returns 0 for P = 0.
+ */
+double scar_dist_sum_ordered(const double *v, uint32_t P);
+
+/* Size and CRC-32C of a whole file (SCAR_ENOTFOUND when it cannot be opened). */
+int scar_dist_file_crc(const char *path, uint64_t *size, uint32_t *crc, struct scar_error *err);
+
+/* ---- the manifest ---- */
+
+struct scar_dist_file {
+	char name[256];			/* file name within the manifest's directory */
+	uint32_t rank;
+	uint64_t size;			/* bytes */
+	uint32_t crc32c;		/* of the whole file */
+};
+
+struct scar_dist_manifest {
+	char model[SCAR_NAME_MAX];
+	uint64_t iteration;		/* the state's iteration */
+	uint64_t clock;			/* the trainer's clock */
+	uint32_t ranks, shards;
+	int partial;			/* a partial-policy checkpoint (param rows subset) */
+	size_t nfiles;
+	struct scar_dist_file *files;	/* owned */
+};
+
+/* "ckpt-NNNNNNNNNN.rank-R.ckpt" and "ckpt-NNNNNNNNNN.manifest" into buf; -1 when too long. */
+int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t rank);
+int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration);
+
+/*
+ * Write m as JSON to path atomically (temporary file, fsync when sync,
+ * rename, fsync of the directory when sync). The manifest is one compact
+ * JSON object and a newline:
+ *   {"format":"scar-dist-manifest","version":1,"model":...,"iteration":N,
+ *    "clock":K,"ranks":P,"shards":S,"kind":"full"|"partial",
+ *    "files":[{"rank":R,"name":...,"size":B,"crc32c":C},...]}
+ */
+int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *m, int sync,
+			     struct scar_error *err);
+
+/* Read and check a manifest (format, version, fields); *out owns a new one. */
+int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
+			    struct scar_error *err);
+void scar_dist_manifest_free(struct scar_dist_manifest *m);
+
+/*
+ * Check that every file the manifest at path lists exists next to it with
+ * the listed size and CRC-32C. 0 when complete, SCAR_ECORRUPT or
+ * SCAR_ENOTFOUND naming the file otherwise.
+ */
+int scar_dist_manifest_verify(const char *path, const struct scar_dist_manifest *m,
+			      struct scar_error *err);
+
+/*
+ * Load the distributed checkpoint of the manifest at path as one state:
+ * verify it, then apply the rank files in rank order (scar_ckpt_apply).
+ * A full checkpoint gives a full state (no present maps); a partial one a
+ * partial state. extra.clock is the manifest's clock.
+ */
+int scar_dist_manifest_load(const char *path, struct scar_state **out, struct scar_error *err);
+
+/*
+ * The resume source for scar-train: a manifest path is loaded as one; a
+ * directory gives its newest complete checkpoint that is full - a complete
+ * full manifest or a full single-file checkpoint (scar_train_load_resume),
+ * whichever is newer; anything else goes to scar_train_load_resume.
+ * Arguments as scar_train_load_resume's; incomplete manifests count as
+ * skipped.
+ */
+int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
+			  char *used_path, size_t used_len, struct scar_error *err);
+
+/* ---- MPI: only in a libscar built with SCAR_MPI ---- */
+
+/*
+ * Initialise MPI when `launched` is nonzero (the command decides that from
+ * the launcher's environment, e.g. OMPI_COMM_WORLD_SIZE, PMIX_RANK or
+ * PMI_SIZE: the library reads no environment); otherwise do nothing, so a
+ * plain run pays nothing. Call once, before anything else reads argv.
+ */
+int scar_dist_init(int launched, int *argc, char ***argv, struct scar_error *err);
+
+/* Finalize MPI if scar_dist_init started it; safe to call twice (e.g. from atexit). */
+void scar_dist_finalize(void);
+
+/* Nonzero when MPI is running with more than one rank. */
+int scar_dist_active(void);
+/* This process's rank (0 when not distributed) and the number of ranks (1). */
+int scar_dist_rank(void);
+int scar_dist_size(void);
+
+/*
+ * scar_train_run over the MPI ranks: same options, same events (rank 0
+ * writes them; other ranks write none, whatever opts->events says), same
+ * result on every rank (final_state is the full state on every rank; let
+ * rank 0 alone save it). Runs the workloads scar-mpi(7) lists (ridge);
+ * others fail with SCAR_EUNSUPPORTED ("model 'lda' does not run
+ * distributed yet"). Errors are agreed: every rank returns the same code
+ * and message, so a command can report it from rank 0 alone. With
+ * opts->ckpt_dir, checkpoints are rank files plus a manifest (above).
+ * The header record adds "ranks"; the summary adds "comm_bytes", the
+ * bytes all ranks sent each other during training (reference run excluded).
+ */
+int scar_dist_train_run(const struct scar_train_opts *opts, struct scar_train_result *res,
+			struct scar_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1520 @@
+/*
+ * dist_mpi.c - scar_train_run over MPI ranks (scar/dist.h, scar-mpi(7)).
+ *
+ * Every rank is the server of the shards it owns (shard s -> rank s mod P)
+ * and a worker over a contiguous block of the examples. One iteration is
+ * bulk-synchronous: each worker computes its partial gradient, partials go
+ * to the owning ranks (alltoallv) and are summed there in rank order, the
+ * owners apply the update to their rows, and the updated rows are gathered
+ * to every worker (allgatherv). Every collective's result is independent of
+ * MPI's algorithm choices: no MPI reduction operation is used on floating
+ * point data, so a run is deterministic for a given P.
+ *
+ * Compiled to nothing unless SCAR_MPI is defined (the Makefile defines it
+ * when it finds mpicc).
+ */
+#ifdef SCAR_MPI
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <dirent.h>
+
+#include <mpi.h>
+
+#include "scar/ckpt.h"
+#include "scar/data.h"
+#include "scar/dist.h"
+#include "scar/events.h"
+#include "scar/model.h"
+#include "scar/rng.h"
+#include "scar/shard.h"
+#include "scar/train.h"
+#include "model_util.h"
+
+/* The trainer's random streams: the same ids as the single-process trainer, so choices agree. */
+#define STREAM_FAIL_PROB 1
+#define STREAM_FAIL_SHARDS 2
+#define STREAM_RANDOM_POLICY 3
+
+static int g_inited, g_rank, g_size = 1;
+
+int scar_dist_init(int launched, int *argc, char ***argv, struct scar_error *err)
+{
+	int flag = 0;
+
+	if (!launched || g_inited)
+		return 0;
+	MPI_Initialized(&flag);
+	if (!flag && MPI_Init(argc, argv) != MPI_SUCCESS)
+		return scar_error_set(err, SCAR_EIO, "cannot start MPI");
+	g_inited = 1;
+	MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+	return 0;
+}
+
+void scar_dist_finalize(void)
+{
+	int flag = 1;
+
+	if (!g_inited)
+		return;
+	MPI_Finalized(&flag);
+	if (!flag)
+		MPI_Finalize();
+	g_inited = 0;
+}
+
+int scar_dist_active(void)
+{
+	return g_inited && g_size > 1;
+}
+
+int scar_dist_rank(void)
+{
+	return g_inited ? g_rank : 0;
+}
+
+int scar_dist_size(void)
+{
+	return g_inited ? g_size : 1;
+}
+
+/* ---- the trainer ---- */
+
+struct dt {
+	const struct scar_train_opts *o;
+	const struct scar_model_def *def;
+	struct scar_model *m;		/* rank 0 only: contraction, dist_opt, eta, layout */
+	struct scar_state *st, *saved, *last_full;
+	uint32_t P, R, S;
+
+	/* ridge: this rank's examples [lo, hi) of n, and the math */
+	uint64_t n, d, lo, hi;
+	float *x, *y;
+	double eta, lambda;
+	double *g;			/* d: partial gradient of the local block at w */
+	double sse;			/* local sum of squared residuals at w */
+	int valid;			/* g and sse belong to the current w */
+	double *prevw;			/* d: w before the step */
+
+	/* the w rows each rank owns (every rank knows every rank's list) */
+	int *cnt, *displ;		/* per rank: owned rows, offsets (elements) */
+	uint64_t *order;		/* rows grouped by owner, ascending within */
+	double *sbuf, *rbuf;		/* d and P * own */
+	uint64_t comm_bytes;		/* bytes this rank sent to other ranks */
+
+	uint64_t clock, last_fail_clock;
+	double t0;
+	double *obj;
+	size_t nobj, capobj;
+	struct scar_train_result *res;
+	struct scar_error *err;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Every rank learns whether any rank failed; the lowest failing rank's
+ * error is copied to all, so each returns the same code and message.
+ */
+static int agree(struct dt *t, int rc)
+{
+	int flag = rc ? (int)t->R : (int)t->P, first;
+	struct scar_error e;
+
+	MPI_Allreduce(&flag, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (first == (int)t->P)
+		return 0;
+	if ((int)t->R == first && t->err)
+		e = *t->err;
+	else
+		scar_error_clear(&e);
+	MPI_Bcast(&e, (int)sizeof(e), MPI_BYTE, first, MPI_COMM_WORLD);
+	if (t->err)
+		*t->err = e;
+	return e.code ? e.code : SCAR_EIO;
+}
+
+static int emit(struct dt *t, json_t *rec)
+{
+	int rc = 0;
+
+	if (!rec)
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	if (t->R == 0 && t->o->events)
+		rc = scar_event_write(t->o->events, rec, t->err);
+	json_decref(rec);
+	return rc;
+}
+
+static int is_param(const struct scar_tensor *x)
+{
+	return x->role == SCAR_ROLE_PARAM;
+}
+
+static uint32_t owner(const struct dt *t, uint64_t r)
+{
+	return scar_dist_row_owner(r, t->S, t->P);
+}
+
+/* Squared distance of n doubles-as-any-dtype, compensated (Neumaier). */
+static double sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
+		     uint64_t n)
+{
+	double sum = 0, comp = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		double d, y, s;
+
+		if (x->dtype == SCAR_F64)
+			d = ((const double *)a)[off + i] - ((const double *)b)[off + i];
+		else if (x->dtype == SCAR_F32)
+			d = (double)((const float *)a)[off + i] - ((const float *)b)[off + i];
+		else
+			d = 0;
+		y = d * d;
+		s = sum + y;
+		comp += fabs(sum) >= y ? (sum - s) + y : (y - s) + sum;
+		sum = s;
+	}
+	return sum + comp;
+}
+
+static int push_obj(struct dt *t, double v)
+{
+	if (t->nobj == t->capobj) {
+		size_t ncap = t->capobj ? t->capobj * 2 : 256;
+		double *p = realloc(t->obj, ncap * sizeof(*p));
+
+		if (!p)
+			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		t->obj = p;
+		t->capobj = ncap;
+	}
+	t->obj[t->nobj++] = v;
+	return 0;
+}
+
+/*
+ * Bring every rank's copy of the param tensors up to date with the rows
+ * their owners hold: each rank contributes its rows, all receive all.
+ */
+static int sync_params(struct dt *t, struct scar_state *st)
+{
+	for (size_t ti = 0; ti < st->ntensors; ti++) {
+		struct scar_tensor *x = st->tensors[ti];
+		uint64_t rows = scar_tensor_rows(x), *pos = NULL;
+		size_t rb = scar_tensor_row_bytes(x);
+		int *cnt = NULL, *displ = NULL, rc = 0;
+		char *send = NULL, *recv = NULL;
+		uint64_t own = 0, total = 0;
+
+		if (!is_param(x) || t->P == 1)
+			continue;
+		cnt = calloc(t->P, sizeof(*cnt));
+		displ = calloc(t->P, sizeof(*displ));
+		pos = calloc(t->P, sizeof(*pos));
+		if (!cnt || !displ || !pos)
+			rc = -1;
+		for (uint64_t r = 0; !rc && r < rows; r++)
+			cnt[owner(t, r)]++;
+		for (uint32_t q = 0; !rc && q < t->P; q++) {
+			if ((uint64_t)cnt[q] * rb > INT_MAX || total * rb > INT_MAX)
+				rc = -2;
+			displ[q] = (int)(total * rb);
+			pos[q] = total;
+			total += (uint64_t)cnt[q];
+			cnt[q] = (int)((uint64_t)cnt[q] * rb);
+		}
+		if (!rc) {
+			own = (uint64_t)cnt[t->R] / (rb ? rb : 1);
+			send = malloc(own * rb + 1);
+			recv = malloc(rows * rb + 1);
+			if (!send || !recv)
+				rc = -1;
+		}
+		if (!rc) {
+			uint64_t k = 0;
+
+			for (uint64_t r = 0; r < rows; r++)
+				if (owner(t, r) == t->R)
+					memcpy(send + (k++) * rb, scar_tensor_row(x, r), rb);
+			MPI_Allgatherv(send, (int)(own * rb), MPI_BYTE, recv, cnt, displ, MPI_BYTE,
+				       MPI_COMM_WORLD);
+			t->comm_bytes += own * rb * (t->P - 1);
+			for (uint64_t r = 0; r < rows; r++) {
+				uint32_t q = owner(t, r);
+
+				memcpy(scar_tensor_row(x, r), recv + (pos[q]++) * rb, rb);
+			}
+		}
+		free(cnt);
+		free(displ);
+		free(pos);
+		free(send);
+		free(recv);
+		if (rc == -1)
+			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		if (rc == -2)
+			return scar_error_set(t->err, SCAR_EUNSUPPORTED,
+					      "tensor '%s' is too large for one MPI message", x->name);
+	}
+	return 0;
+}
+
+/* ---- ridge: the distributed math ---- */
+
+static struct scar_tensor *ridge_w(const struct dt *t)
+{
+	return scar_state_find(t->st, "w");
+}
+
+/*
+ * One pass over the local examples at the current w: the squared residuals
+ * and the partial gradient X_b^T (X_b w - y_b), summed over examples in
+ * order, as the single-process model does over all of them.
+ */
+static void ridge_pass(struct dt *t)
+{
+	const double *w = ridge_w(t)->data;
+	uint64_t d = t->d;
+	double *g = t->g, sse = 0;
+
+	memset(g, 0, d * sizeof(*g));
+	for (uint64_t i = 0; i < t->hi - t->lo; i++) {
+		const float *x = t->x + i * d;
+		double s = 0, r;
+
+		for (uint64_t j = 0; j < d; j++)
+			s += x[j] * w[j];
+		r = s - t->y[i];
+		sse += r * r;
+		for (uint64_t j = 0; j < d; j++)
+			g[j] += x[j] * r;
+	}
+	t->sse = sse;
+	t->valid = 1;
+}
+
+/* The objective at the current w, the same on every rank. */
+static int ridge_objective(struct dt *t, double *out)
+{
+	const double *w = ridge_w(t)->data;
+	double *all = t->rbuf;		/* at least P doubles */
+
+	if (!t->valid)
+		ridge_pass(t);
+	MPI_Allgather(&t->sse, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(double) * (t->P - 1);
+	*out = 0.5 * scar_dist_sum_ordered(all, t->P) / (double)t->n +
+		0.5 * t->lambda * mu_dot(w, w, t->d);
+	return 0;
+}
+
+static int ridge_step(struct dt *t)
+{
+	double *w = ridge_w(t)->data;
+	int own = t->cnt[t->R];
+	int *rcnt = t->cnt + t->P, *rdispl = t->displ + t->P;
+
+	if (!t->valid)
+		ridge_pass(t);
+	/* Partials to their owners: send block q holds rank q's rows in order. */
+	for (uint64_t k = 0; k < t->d; k++)
+		t->sbuf[k] = t->g[t->order[k]];
+	for (uint32_t p = 0; p < t->P; p++) {
+		rcnt[p] = own;
+		rdispl[p] = (int)p * own;
+	}
+	MPI_Alltoallv(t->sbuf, t->cnt, t->displ, MPI_DOUBLE, t->rbuf, rcnt, rdispl, MPI_DOUBLE,
+		      MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(double) * (t->d - (uint64_t)own);
+	/* Owners sum in rank order and apply the step to their rows. */
+	for (int k = 0; k < own; k++) {
+		uint64_t row = t->order[t->displ[t->R] + k];
+		double gk = t->rbuf[k];
+
+		for (uint32_t p = 1; p < t->P; p++)
+			gk += t->rbuf[(size_t)p * own + k];
+		w[row] -= t->eta * (gk / (double)t->n + t->lambda * w[row]);
+		t->sbuf[k] = w[row];
+	}
+	/* Every worker needs all of w. */
+	MPI_Allgatherv(t->sbuf, own, MPI_DOUBLE, t->rbuf, t->cnt, t->displ, MPI_DOUBLE,
+		       MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(double) * (uint64_t)own * (t->P - 1);
+	for (uint64_t k = 0; k < t->d; k++)
+		w[t->order[k]] = t->rbuf[k];
+	t->valid = 0;
+	return 0;
+}
+
+/*
+ * The model's step size. A configured eta is used as is; eta = 0 means
+ * 1 / lambda_max, which the model computes in create(): read it off one
+ * model step from w = 0, where w(1) = eta X^T y / n (rank 0, full data).
+ */
+static int ridge_eta(struct dt *t, const json_t *config, const struct scar_dense *ds)
+{
+	struct scar_state *st = NULL;
+	struct scar_tensor *w;
+	double *g = NULL, best = 0;
+	uint64_t jb = 0;
+	int rc;
+
+	t->eta = mu_get_real(config, "eta");
+	if (t->eta > 0)
+		return 0;
+	if ((rc = scar_state_new(&st, t->def->name, t->err)))
+		return rc;
+	json_decref(st->config);
+	st->config = json_deep_copy(config);
+	st->shards = t->S;
+	if (!st->config) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = t->def->init_state(t->m, st, t->err)))
+		goto out;
+	w = scar_state_find(st, "w");
+	g = calloc(ds->d, sizeof(*g));
+	if (!w || !g || scar_tensor_elems(w) != ds->d) {
+		rc = scar_error_set(t->err, w && g ? SCAR_EMISMATCH : SCAR_ENOMEM,
+				    w && g ? "ridge: unexpected state layout" : "out of memory");
+		goto out;
+	}
+	memset(w->data, 0, scar_tensor_bytes(w));
+	if ((rc = t->def->step(t->m, st, t->err)))
+		goto out;
+	for (uint64_t i = 0; i < ds->n; i++) {
+		const float *x = ds->x + i * ds->d;
+		double r = 0.0 - ds->target[i];
+
+		for (uint64_t j = 0; j < ds->d; j++)
+			g[j] += x[j] * r;
+	}
+	for (uint64_t j = 0; j < ds->d; j++)
+		if (fabs(g[j] / (double)ds->n) > best) {
+			best = fabs(g[j] / (double)ds->n);
+			jb = j;
+		}
+	if (best > 0) {
+		t->eta = -((double *)w->data)[jb] / (g[jb] / (double)ds->n);
+	} else {
+		/* y = 0: probe from w = e_0 instead, w(1)_0 = 1 - eta (H_00). */
+		double h = 0;
+
+		memset(w->data, 0, scar_tensor_bytes(w));
+		((double *)w->data)[0] = 1;
+		if ((rc = t->def->step(t->m, st, t->err)))
+			goto out;
+		for (uint64_t i = 0; i < ds->n; i++)
+			h += (double)ds->x[i * ds->d] * ds->x[i * ds->d];
+		h = h / (double)ds->n + t->lambda;
+		t->eta = h > 0 ? (1 - ((double *)w->data)[0]) / h : 1;
+	}
+	if (!(t->eta > 0) || !isfinite(t->eta))
+		rc = scar_error_set(t->err, SCAR_EINVAL, "ridge: cannot determine the step size");
+out:
+	free(g);
+	scar_state_free(st);
+	return rc;
+}
+
+/* Load this rank's block of the data, the ownership lists and buffers. */
+static int ridge_setup(struct dt *t, const json_t *config)
+{
+	const char *path = mu_get_str(config, "data");
+	struct scar_dense *ds = NULL;
+	uint64_t *pos = NULL;
+	int rc;
+
+	if (path)
+		rc = scar_libsvm_load(path, 0, 0, &ds, t->err);
+	else
+		rc = scar_synth_regression((uint64_t)mu_get_int(config, "n"),
+					   (uint64_t)mu_get_int(config, "d"),
+					   mu_get_real(config, "noise"),
+					   (uint64_t)mu_get_int(config, "data_seed"), &ds, t->err);
+	if (rc)
+		return rc;
+	if (!ds->target || !ds->n || !ds->d) {
+		rc = scar_error_set(t->err, SCAR_EINVAL, "ridge: data has no real targets");
+		goto out;
+	}
+	t->n = ds->n;
+	t->d = ds->d;
+	t->lambda = mu_get_real(config, "lambda");
+	t->lo = scar_dist_part_lo(t->n, t->R, t->P);
+	t->hi = scar_dist_part_lo(t->n, t->R + 1, t->P);
+	t->x = malloc((t->hi - t->lo) * t->d * sizeof(*t->x) + 1);
+	t->y = malloc((t->hi - t->lo) * sizeof(*t->y) + 1);
+	t->g = calloc(t->d, sizeof(*t->g));
+	t->prevw = calloc(t->d, sizeof(*t->prevw));
+	t->cnt = calloc(2 * (size_t)t->P, sizeof(*t->cnt));
+	t->displ = calloc(2 * (size_t)t->P, sizeof(*t->displ));
+	t->order = malloc(t->d * sizeof(*t->order));
+	pos = calloc(t->P, sizeof(*pos));
+	t->sbuf = malloc((t->d + t->P) * sizeof(*t->sbuf));
+	t->rbuf = malloc(((size_t)t->P * t->d + t->P) * sizeof(*t->rbuf));
+	if (!t->x || !t->y || !t->g || !t->prevw || !t->cnt || !t->displ || !t->order || !pos ||
+	    !t->sbuf || !t->rbuf) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((uint64_t)t->P * t->d > INT_MAX) {
+		rc = scar_error_set(t->err, SCAR_EUNSUPPORTED, "ridge: too many features for MPI");
+		goto out;
+	}
+	memcpy(t->x, ds->x + t->lo * t->d, (t->hi - t->lo) * t->d * sizeof(*t->x));
+	memcpy(t->y, ds->target + t->lo, (t->hi - t->lo) * sizeof(*t->y));
+	for (uint64_t r = 0; r < t->d; r++)
+		t->cnt[owner(t, r)]++;
+	for (uint32_t q = 1; q < t->P; q++)
+		t->displ[q] = t->displ[q - 1] + t->cnt[q - 1];
+	for (uint32_t q = 0; q < t->P; q++)
+		pos[q] = (uint64_t)t->displ[q];
+	for (uint64_t r = 0; r < t->d; r++)
+		t->order[pos[owner(t, r)]++] = r;
+	if (t->R == 0)
+		rc = ridge_eta(t, config, ds);
+	rc = agree(t, rc);
+	if (!rc)
+		MPI_Bcast(&t->eta, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+out:
+	free(pos);
+	scar_dense_free(ds);
+	return rc;
+}
+
+/* ---- state distribution ---- */
+
+struct tmeta {
+	char name[SCAR_NAME_MAX];
+	int32_t dtype, role, ndim, pad;
+	uint64_t shape[SCAR_MAX_DIMS];
+};
+
+/* Rank 0's state, built by the model, to every rank (data in chunks below INT_MAX). */
+static int bcast_state(struct dt *t)
+{
+	uint64_t nt = t->R == 0 ? t->st->ntensors : 0, iter = t->R == 0 ? t->st->iteration : 0;
+	int rc = 0;
+
+	MPI_Bcast(&nt, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	MPI_Bcast(&iter, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	if (t->R != 0)
+		t->st->iteration = iter;
+	for (uint64_t i = 0; i < nt; i++) {
+		struct tmeta mt;
+		struct scar_tensor *x = NULL;
+		char *p;
+		size_t left;
+
+		memset(&mt, 0, sizeof(mt));
+		if (t->R == 0) {
+			x = t->st->tensors[i];
+			snprintf(mt.name, sizeof(mt.name), "%s", x->name);
+			mt.dtype = x->dtype;
+			mt.role = x->role;
+			mt.ndim = x->ndim;
+			memcpy(mt.shape, x->shape, sizeof(mt.shape));
+		}
+		MPI_Bcast(&mt, (int)sizeof(mt), MPI_BYTE, 0, MPI_COMM_WORLD);
+		if (t->R != 0) {
+			rc = scar_tensor_new(&x, mt.name, (enum scar_dtype)mt.dtype,
+					     (enum scar_role)mt.role, mt.ndim, mt.shape, t->err);
+			if (!rc)
+				rc = scar_state_add(t->st, x, t->err);
+			if (rc)
+				return rc;	/* allocation: the run cannot go on anyway */
+		}
+		p = x->data;
+		left = scar_tensor_bytes(x);
+		while (left) {
+			int chunk = left > (1u << 30) ? 1 << 30 : (int)left;
+
+			MPI_Bcast(p, chunk, MPI_BYTE, 0, MPI_COMM_WORLD);
+			p += chunk;
+			left -= (size_t)chunk;
+		}
+	}
+	return rc;
+}
+
+static int build_fresh(struct dt *t, json_t *config, struct scar_state **out)
+{
+	int rc;
+
+	if ((rc = scar_state_new(out, t->def->name, t->err)))
+		return rc;
+	json_decref((*out)->config);
+	(*out)->config = json_incref(config);
+	(*out)->shards = t->o->shards;
+	return t->def->init_state(t->m, *out, t->err);
+}
+
+/* The resumed state must have exactly the tensors a fresh one would (rank 0 checks). */
+static int check_layout(struct dt *t, json_t *config)
+{
+	struct scar_state *fresh = NULL;
+	int rc = build_fresh(t, config, &fresh);
+
+	if (!rc && fresh->ntensors != t->st->ntensors)
+		rc = scar_error_set(t->err, SCAR_EMISMATCH,
+				    "checkpoint has %zu tensors, model '%s' expects %zu",
+				    t->st->ntensors, t->def->name, fresh->ntensors);
+	for (size_t i = 0; !rc && i < fresh->ntensors; i++) {
+		const struct scar_tensor *a = fresh->tensors[i], *b = t->st->tensors[i];
+
+		if (strcmp(a->name, b->name) || !scar_tensor_same_layout(a, b) || a->role != b->role)
+			rc = scar_error_set(t->err, SCAR_EMISMATCH,
+					    "checkpoint tensor '%s' does not match model '%s' tensor '%s'",
+					    b->name, t->def->name, a->name);
+		else if (b->present)
+			rc = scar_error_set(t->err, SCAR_EINVAL,
+					    "cannot resume from a partial checkpoint (tensor '%s' lacks rows); apply it over a full one first",
+					    b->name);
+	}
+	scar_state_free(fresh);
+	return rc;
+}
+
+/* ---- checkpoints ---- */
+
+static uint64_t policy_rows(const struct scar_train_opts *o, uint64_t rows)
+{
+	uint64_t n;
+
+	if (o->policy == SCAR_POLICY_FULL)
+		return rows;
+	n = (uint64_t)llround(o->fraction * (double)rows);
+	return n < 1 ? 1 : n > rows ? rows : n;
+}
+
+static uint64_t policy_period(const struct scar_train_opts *o)
+{
+	uint64_t p;
+
+	if (o->policy == SCAR_POLICY_FULL)
+		return o->interval;
+	p = (uint64_t)llround(o->fraction * (double)o->interval);
+	return p < 1 ? 1 : p;
+}
+
+struct prio {
+	double p;
+	uint64_t row;
+};
+
+static int prio_cmp(const void *a, const void *b)
+{
+	const struct prio *x = a, *y = b;
+
+	if (x->p != y->p)
+		return x->p < y->p ? 1 : -1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/*
+ * The rows the policy saves now, the same on every rank. Priorities are
+ * computed by each row's owner and gathered, so every rank ranks all rows.
+ */
+static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
+{
+	const struct scar_train_opts *o = t->o;
+	struct scar_tensor *x = t->st->tensors[ti];
+	uint64_t rows = scar_tensor_rows(x), n = policy_rows(o, rows);
+
+	memset(sel, 0, rows);
+	if (n == rows) {
+		memset(sel, 1, rows);
+		return 0;
+	}
+	switch (o->policy) {
+	case SCAR_POLICY_ROUND_ROBIN: {
+		uint64_t start = ((ncp % rows) * (n % rows)) % rows;
+
+		for (uint64_t i = 0; i < n; i++)
+			sel[(start + i) % rows] = 1;
+		return 0;
+	}
+	case SCAR_POLICY_RANDOM: {
+		struct scar_rng rng;
+		uint32_t *idx = malloc(rows * sizeof(*idx));
+
+		if (!idx)
+			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
+				     STREAM_RANDOM_POLICY + (t->st->iteration << 4));
+		for (uint64_t i = 0; i < rows; i++)
+			idx[i] = (uint32_t)i;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t j = i + scar_rng_below(&rng, rows - i);
+			uint32_t tmp = idx[i];
+
+			idx[i] = idx[j];
+			idx[j] = tmp;
+			sel[idx[i]] = 1;
+		}
+		free(idx);
+		return 0;
+	}
+	case SCAR_POLICY_PRIORITY: {
+		const struct scar_tensor *sv = t->saved->tensors[ti];
+		uint64_t re = scar_tensor_row_elems(x);
+		struct prio *pr = malloc(rows * sizeof(*pr));
+		struct scar_tensor pt;
+		struct scar_state ps;
+		struct scar_tensor *ptp = &pt;
+		double *pv = malloc(rows * sizeof(*pv) + 1);
+		int rc;
+
+		if (!pr || !pv) {
+			free(pr);
+			free(pv);
+			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		}
+		for (uint64_t r = 0; r < rows; r++)
+			pv[r] = owner(t, r) == t->R ? sqdist(x, x->data, sv->data, r * re, re) : 0;
+		/* Gather the owners' priorities as a one-column param tensor. */
+		memset(&pt, 0, sizeof(pt));
+		pt.dtype = SCAR_F64;
+		pt.role = SCAR_ROLE_PARAM;
+		pt.ndim = 1;
+		pt.shape[0] = rows;
+		pt.data = pv;
+		memset(&ps, 0, sizeof(ps));
+		ps.ntensors = 1;
+		ps.tensors = &ptp;
+		rc = sync_params(t, &ps);
+		for (uint64_t r = 0; r < rows; r++) {
+			pr[r].p = pv[r];
+			pr[r].row = r;
+		}
+		free(pv);
+		if (rc) {
+			free(pr);
+			return rc;
+		}
+		qsort(pr, rows, sizeof(*pr), prio_cmp);
+		for (uint64_t i = 0; i < n; i++)
+			sel[pr[i].row] = 1;
+		free(pr);
+		return 0;
+	}
+	default:
+		memset(sel, 1, rows);
+		return 0;
+	}
+}
+
+static int set_extra(struct dt *t, struct scar_state *s)
+{
+	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)t->clock)))
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * Each rank writes its file of view (its rows) in parallel; once all have
+ * (an agreement is the barrier), rank 0 writes the manifest. *bytes is the
+ * total of the rank files, the same on every rank.
+ */
+static int write_dist(struct dt *t, const struct scar_state *view, int partial, uint64_t *bytes)
+{
+	struct scar_ckpt_save_opts so;
+	struct { uint64_t size; uint32_t crc, pad; } mine = { 0, 0, 0 }, *all = NULL;
+	char name[256], path[4096];
+	int rc = 0;
+
+	scar_ckpt_save_opts_init(&so);
+	so.compress = t->o->ckpt_compress;
+	so.sync = t->o->ckpt_sync;
+	if (scar_dist_rank_file_name(name, sizeof(name), view->iteration, t->R) ||
+	    (size_t)snprintf(path, sizeof(path), "%s/%s", t->o->ckpt_dir, name) >= sizeof(path))
+		rc = scar_error_set(t->err, SCAR_EINVAL, "checkpoint directory name too long");
+	if (!rc)
+		rc = scar_ckpt_save(view, path, &so, t->err);
+	if (!rc)
+		rc = scar_dist_file_crc(path, &mine.size, &mine.crc, t->err);
+	if ((rc = agree(t, rc)))
+		return rc;
+	if (t->R == 0 && !(all = calloc(t->P, sizeof(*all))))
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, 0,
+		   MPI_COMM_WORLD);
+	*bytes = 0;
+	if (t->R == 0 && !rc) {
+		struct scar_dist_manifest m;
+
+		memset(&m, 0, sizeof(m));
+		snprintf(m.model, sizeof(m.model), "%s", view->model);
+		m.iteration = view->iteration;
+		m.clock = t->clock;
+		m.ranks = t->P;
+		m.shards = view->shards;
+		m.partial = partial;
+		m.nfiles = t->P;
+		m.files = calloc(t->P, sizeof(*m.files));
+		if (!m.files)
+			rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		for (uint32_t q = 0; !rc && q < t->P; q++) {
+			scar_dist_rank_file_name(m.files[q].name, sizeof(m.files[q].name),
+						 view->iteration, q);
+			m.files[q].rank = q;
+			m.files[q].size = all[q].size;
+			m.files[q].crc32c = all[q].crc;
+			*bytes += all[q].size;
+		}
+		if (!rc && (scar_dist_manifest_name(name, sizeof(name), view->iteration) ||
+			    (size_t)snprintf(path, sizeof(path), "%s/%s", t->o->ckpt_dir, name) >=
+			    sizeof(path)))
+			rc = scar_error_set(t->err, SCAR_EINVAL, "checkpoint directory name too long");
+		if (!rc)
+			rc = scar_dist_manifest_write(path, &m, so.sync, t->err);
+		free(m.files);
+	}
+	free(all);
+	rc = agree(t, rc);
+	if (!rc)
+		MPI_Bcast(bytes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+	return rc;
+}
+
+/*
+ * A checkpoint now: full (rank 0's file adds the state tensors; the whole
+ * state becomes the base of full recovery) or partial (the selected rows).
+ */
+static int checkpoint(struct dt *t, int full)
+{
+	struct scar_state *st = t->st, view;
+	struct scar_tensor *vt = NULL, **vp = NULL;
+	uint64_t rows_written = 0, bytes = 0, file_bytes = 0, ncp;
+	double t1 = now(), secs;
+	size_t nv = 0;
+	int rc = 0;
+	json_t *rec;
+
+	ncp = st->iteration / policy_period(t->o);
+	vt = calloc(st->ntensors, sizeof(*vt));
+	vp = calloc(st->ntensors, sizeof(*vp));
+	if (!vt || !vp) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+		uint64_t rows = scar_tensor_rows(x);
+		size_t rb = scar_tensor_row_bytes(x);
+		uint8_t *sel;
+
+		if (!is_param(x)) {
+			if (full && t->R == 0) {
+				vt[nv] = *x;
+				vt[nv].present = NULL;
+				vp[nv] = &vt[nv];
+				nv++;
+			}
+			continue;
+		}
+		vt[nv] = *x;
+		sel = vt[nv].present = malloc(rows ? rows : 1);
+		vp[nv] = &vt[nv];
+		nv++;
+		if (!sel) {
+			rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (full)
+			memset(sel, 1, rows);
+		else if ((rc = select_rows(t, i, sel, ncp)))
+			goto out;
+		for (uint64_t r = 0; r < rows; r++) {
+			if (!sel[r])
+				continue;
+			if (!full)
+				memcpy(scar_tensor_row(t->saved->tensors[i], r), scar_tensor_row(x, r), rb);
+			rows_written++;
+			bytes += rb;
+			/* This rank's file holds only its own rows. */
+			sel[r] = owner(t, r) == t->R;
+		}
+		if (full)
+			memcpy(t->saved->tensors[i]->data, x->data, scar_tensor_bytes(x));
+	}
+	if ((rc = set_extra(t, st)))
+		goto out;
+	if (full) {
+		struct scar_state *c;
+
+		if ((rc = scar_state_clone(&c, st, t->err)))
+			goto out;
+		scar_state_free(t->last_full);
+		t->last_full = c;
+	}
+	if (t->o->ckpt_dir) {
+		view = *st;
+		view.ntensors = nv;
+		view.tensors = vp;
+		if ((rc = write_dist(t, &view, !full, &file_bytes)))
+			goto out;
+	}
+	secs = now() - t1;
+	t->res->checkpoints++;
+	t->res->checkpoint_rows += rows_written;
+	t->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
+	t->res->checkpoint_seconds += secs;
+	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
+			"iter", (json_int_t)t->clock, "state_iter", (json_int_t)st->iteration,
+			"policy", full && t->o->policy != SCAR_POLICY_FULL ? "full" :
+				scar_policy_name(t->o->policy),
+			"kind", full ? "full" : "partial", "rows", (json_int_t)rows_written,
+			"bytes", (json_int_t)(file_bytes ? file_bytes : bytes));
+	if (rec && t->o->ckpt_dir)
+		json_object_set_new(rec, "files", json_integer((json_int_t)t->P));
+	if (rec && t->o->timing)
+		json_object_set_new(rec, "seconds", json_real(secs));
+	rc = emit(t, rec);
+out:
+	for (size_t i = 0; vt && i < nv; i++)
+		if (is_param(&vt[i]))
+			free(vt[i].present);
+	free(vt);
+	free(vp);
+	return rc;
+}
+
+/* ---- failures and recovery ---- */
+
+static int fails_now(const struct dt *t)
+{
+	const struct scar_train_opts *o = t->o;
+
+	for (size_t i = 0; i < o->nfail_at; i++)
+		if (o->fail_at[i] == t->clock)
+			return 1;
+	if (o->fail_prob > 0) {
+		struct scar_rng rng;
+
+		scar_rng_seed_stream(&rng, o->fail_seed, STREAM_FAIL_PROB + (t->clock << 4));
+		return scar_rng_uniform(&rng) < o->fail_prob;
+	}
+	return 0;
+}
+
+static int pick_shards(const struct dt *t, uint8_t *lost)
+{
+	const struct scar_train_opts *o = t->o;
+	uint32_t S = t->S, n;
+	struct scar_rng rng;
+	uint32_t *idx;
+
+	memset(lost, 0, S);
+	if (o->lose_mode == SCAR_LOSE_LIST) {
+		for (size_t i = 0; i < o->nlose_list; i++)
+			if (o->lose_list[i] < S)
+				lost[o->lose_list[i]] = 1;
+		return 0;
+	}
+	n = o->lose_mode == SCAR_LOSE_COUNT ? o->lose_count :
+		(uint32_t)llround(o->lose_fraction * S);
+	if (n < 1)
+		n = 1;
+	if (n > S)
+		n = S;
+	if (!(idx = malloc(S * sizeof(*idx))))
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	for (uint32_t s = 0; s < S; s++)
+		idx[s] = s;
+	scar_rng_seed_stream(&rng, o->fail_seed, STREAM_FAIL_SHARDS + (t->clock << 4));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t j = i + (uint32_t)scar_rng_below(&rng, S - i), tmp = idx[i];
+
+		idx[i] = idx[j];
+		idx[j] = tmp;
+		lost[idx[i]] = 1;
+	}
+	free(idx);
+	return 0;
+}
+
+/*
+ * The owners of the lost shards destroy those rows (NaN, or zero for
+ * recovery "none") and restore them from their saved view (partial), or
+ * every rank rolls back to the last full checkpoint (full). Then every
+ * worker's copy is refreshed from the owners.
+ */
+static int fail_and_recover(struct dt *t)
+{
+	struct scar_state *st = t->st, *pre = NULL;
+	uint32_t S = t->S;
+	uint8_t *lost = malloc(S), *rlost = calloc(t->P, 1);
+	uint64_t rows_lost = 0, pre_iter = st->iteration;
+	json_t *shards = json_array(), *ranks = json_array(), *rec;
+	double d2 = 0;
+	int rc = 0;
+
+	if (!lost || !rlost || !shards || !ranks) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = pick_shards(t, lost)))
+		goto out;
+	for (uint32_t s = 0; s < S; s++)
+		if (lost[s]) {
+			json_array_append_new(shards, json_integer(s));
+			rlost[scar_dist_shard_owner(s, t->P)] = 1;
+		}
+	for (uint32_t q = 0; q < t->P; q++)
+		if (rlost[q])
+			json_array_append_new(ranks, json_integer(q));
+	if ((rc = scar_state_clone(&pre, st, t->err)))
+		goto out;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+		size_t rb = scar_tensor_row_bytes(x);
+
+		if (!is_param(x))
+			continue;
+		for (uint64_t r = 0; r < scar_tensor_rows(x); r++) {
+			if (!lost[scar_shard_of_row(r, S)])
+				continue;
+			rows_lost++;
+			if (owner(t, r) == t->R)
+				memset(scar_tensor_row(x, r),
+				       t->o->recovery == SCAR_RECOVER_NONE ? 0 : 0xff, rb);
+		}
+	}
+	t->res->failures++;
+	t->last_fail_clock = t->clock;
+	rec = json_pack("{s:s, s:I, s:I, s:O, s:I, s:O}", "type", "failure", "iter",
+			(json_int_t)t->clock, "state_iter", (json_int_t)st->iteration, "shards", shards,
+			"rows_lost", (json_int_t)rows_lost, "ranks", ranks);
+	if ((rc = emit(t, rec)))
+		goto out;
+
+	if (t->o->recovery == SCAR_RECOVER_FULL) {
+		struct scar_state *c;
+
+		if ((rc = scar_state_clone(&c, t->last_full, t->err)))
+			goto out;
+		scar_state_free(t->st);
+		t->st = st = c;
+	} else if (t->o->recovery == SCAR_RECOVER_PARTIAL) {
+		for (size_t i = 0; i < st->ntensors; i++) {
+			struct scar_tensor *x = st->tensors[i];
+			size_t rb = scar_tensor_row_bytes(x);
+
+			if (!is_param(x))
+				continue;
+			for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
+				if (lost[scar_shard_of_row(r, S)] && owner(t, r) == t->R)
+					memcpy(scar_tensor_row(x, r),
+					       scar_tensor_row(t->saved->tensors[i], r), rb);
+		}
+	}
+	if ((rc = sync_params(t, st)))
+		goto out;
+	t->valid = 0;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+
+		if (is_param(x))
+			d2 += sqdist(x, x->data, pre->tensors[i]->data, 0, scar_tensor_elems(x));
+	}
+	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I}", "type", "recovery",
+			"iter", (json_int_t)t->clock, "strategy", scar_recovery_name(t->o->recovery),
+			"shards", shards,
+			"rows_restored", (json_int_t)(t->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
+			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
+			"resume_state_iter", (json_int_t)st->iteration);
+	rc = emit(t, rec);
+out:
+	scar_state_free(pre);
+	json_decref(shards);
+	json_decref(ranks);
+	free(lost);
+	free(rlost);
+	return rc;
+}
+
+/* ---- the loop ---- */
+
+static int record_iteration(struct dt *t, double step2, int first)
+{
+	double obj, v;
+	json_t *rec;
+	int rc;
+
+	if ((rc = ridge_objective(t, &obj)))
+		return rc;
+	/* obj and step2 are the same on every rank, so all stop together. */
+	if (!isfinite(obj) || (!first && !isfinite(step2)))
+		return scar_error_set(t->err, SCAR_EDIVERGED,
+				      "training diverged at iteration %llu (objective %g)",
+				      (unsigned long long)t->clock, obj);
+	if ((rc = push_obj(t, obj)))
+		return rc;
+	t->res->final_objective = obj;
+	if (t->R != 0)
+		return 0;
+	rec = json_pack("{s:s, s:I, s:I, s:f}", "type", "iteration", "iter", (json_int_t)t->clock,
+			"state_iter", (json_int_t)t->st->iteration, "objective", obj);
+	if (!rec)
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	if (!first)
+		json_object_set_new(rec, "step_norm", json_real(sqrt(step2)));
+	if (t->def->dist_to_opt) {
+		if ((rc = t->def->dist_to_opt(t->m, t->st, &v, t->err))) {
+			json_decref(rec);
+			return rc;
+		}
+		json_object_set_new(rec, "dist_opt", json_real(v));
+	}
+	if (t->o->timing)
+		json_object_set_new(rec, "elapsed", json_real(now() - t->t0));
+	return emit(t, rec);
+}
+
+static double smoothed(const double *v, uint64_t k, uint64_t w)
+{
+	double s = 0;
+	uint64_t n = 0;
+
+	for (uint64_t i = k + 1 > w ? k + 1 - w : 0; i <= k; i++, n++)
+		s += v[i];
+	return s / (double)n;
+}
+
+static int reached(const struct scar_model_def *d, double v, double target)
+{
+	return d->objective_higher_better ? v >= target : v <= target;
+}
+
+/* One entry of a checkpoint directory, single-file or distributed. */
+struct dent {
+	char *path;
+	uint64_t iteration;
+	int partial, manifest;
+};
+
+static int dent_cmp(const void *a, const void *b)
+{
+	const struct dent *x = a, *y = b;
+
+	if (x->iteration != y->iteration)
+		return x->iteration < y->iteration ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Saved view after a resume: the newest full checkpoint, then the partials after it. */
+static int rebuild_saved_view(struct dt *t)
+{
+	struct scar_ckpt_entry *ents = NULL;
+	struct dent *v = NULL;
+	size_t n = 0, nv = 0;
+	DIR *d;
+	struct dirent *de;
+	int rc, based = 0;
+
+	if (!t->o->ckpt_dir)
+		return 0;
+	if ((rc = scar_ckpt_list(t->o->ckpt_dir, &ents, &n, NULL, t->err)))
+		return rc;
+	d = opendir(t->o->ckpt_dir);
+	v = calloc(n + 1, sizeof(*v));
+	if (!v || !d) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "cannot list '%s'", t->o->ckpt_dir);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strstr(ents[i].path + strlen(t->o->ckpt_dir), ".rank-")) {
+			v[nv].path = strdup(ents[i].path);
+			v[nv].iteration = ents[i].iteration;
+			v[nv].partial = ents[i].partial;
+			if (!v[nv++].path) {
+				rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+				goto out;
+			}
+		}
+	while ((de = readdir(d))) {
+		struct scar_dist_manifest *m;
+		size_t len = strlen(de->d_name);
+		char p[4096];
+		struct dent *nvp;
+
+		if (len < 10 || strcmp(de->d_name + len - 9, ".manifest") || de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", t->o->ckpt_dir, de->d_name);
+		if (scar_dist_manifest_read(p, &m, NULL))
+			continue;
+		if (scar_dist_manifest_verify(p, m, NULL) == 0 && (nvp = realloc(v, (nv + 1) * sizeof(*v)))) {
+			v = nvp;
+			v[nv].path = strdup(p);
+			v[nv].iteration = m->iteration;
+			v[nv].partial = m->partial;
+			v[nv].manifest = 1;
+			if (v[nv].path)
+				nv++;
+		}
+		scar_dist_manifest_free(m);
+	}
+	qsort(v, nv, sizeof(*v), dent_cmp);
+	for (size_t i = 0; i < nv && v[i].iteration <= t->st->iteration; i++) {
+		struct scar_state *c;
+
+		if (!based && v[i].partial)
+			continue;
+		rc = v[i].manifest ? scar_dist_manifest_load(v[i].path, &c, t->err) :
+			scar_ckpt_load(v[i].path, &c, t->err);
+		if (rc)
+			break;
+		if (!v[i].partial) {
+			for (size_t k = 0; k < c->ntensors && k < t->saved->ntensors; k++)
+				if (is_param(c->tensors[k]) &&
+				    scar_tensor_same_layout(c->tensors[k], t->saved->tensors[k]))
+					memcpy(t->saved->tensors[k]->data, c->tensors[k]->data,
+					       scar_tensor_bytes(c->tensors[k]));
+			based = 1;
+		} else {
+			uint64_t it = t->saved->iteration;
+
+			rc = scar_ckpt_apply(t->saved, c, t->err);
+			t->saved->iteration = it;
+		}
+		scar_state_free(c);
+		if (rc)
+			break;
+	}
+out:
+	if (d)
+		closedir(d);
+	for (size_t i = 0; v && i < nv; i++)
+		free(v[i].path);
+	free(v);
+	scar_ckpt_list_free(ents, n);
+	return rc;
+}
+
+static void dt_free(struct dt *t)
+{
+	free(t->x);
+	free(t->y);
+	free(t->g);
+	free(t->prevw);
+	free(t->cnt);
+	free(t->displ);
+	free(t->order);
+	free(t->sbuf);
+	free(t->rbuf);
+	free(t->obj);
+	scar_state_free(t->st);
+	scar_state_free(t->saved);
+	scar_state_free(t->last_full);
+	if (t->m)
+		t->def->free(t->m);
+}
+
+static int core(const struct scar_train_opts *o, struct scar_train_result *res,
+		struct scar_error *err, double **objs, size_t *nobjs);
+
+static int run_reference(const struct scar_train_opts *o, double **ref, size_t *nref,
+			 struct scar_error *err)
+{
+	struct scar_train_opts ro = *o;
+	struct scar_train_result rr;
+	int rc;
+
+	ro.policy = SCAR_POLICY_NONE;
+	ro.ckpt_dir = NULL;
+	ro.nfail_at = 0;
+	ro.fail_prob = 0;
+	ro.measure_cost = 0;
+	ro.events = NULL;
+	ro.progress = NULL;
+	ro.resume = NULL;
+	rc = core(&ro, &rr, err, ref, nref);
+	if (rc)
+		return rc;
+	scar_state_free(rr.final_state);
+	return 0;
+}
+
+static int validate(const struct scar_train_opts *o, const struct scar_model_def *def,
+		    struct scar_error *err)
+{
+	const char *name = o->resume ? o->resume->model : o->model ? o->model : "";
+
+	if (!def)
+		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", name);
+	if (strcmp(def->name, "ridge"))
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
+				      def->name);
+	if (!(o->fraction > 0 && o->fraction <= 1))
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint fraction %g is not in (0, 1]",
+				      o->fraction);
+	if (o->interval < 1)
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint interval must be at least 1");
+	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
+		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
+				      o->shards, SCAR_MAX_SHARDS);
+	if (o->cost_window < 1)
+		return scar_error_set(err, SCAR_EINVAL, "cost window must be at least 1");
+	for (size_t i = 0; i < o->nfail_at; i++)
+		if (o->fail_at[i] < 1 || o->fail_at[i] > o->iters)
+			return scar_error_set(err, SCAR_EINVAL,
+					      "failure at iteration %llu is outside 1..%llu",
+					      (unsigned long long)o->fail_at[i],
+					      (unsigned long long)o->iters);
+	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction > 0 && o->lose_fraction <= 1))
+		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in (0, 1]",
+				      o->lose_fraction);
+	if (o->fail_prob < 0 || o->fail_prob > 1)
+		return scar_error_set(err, SCAR_EINVAL, "failure probability %g is not in [0, 1]",
+				      o->fail_prob);
+	return 0;
+}
+
+int scar_dist_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
+			struct scar_error *err)
+{
+	if (!g_inited) {
+		memset(res, 0, sizeof(*res));
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "MPI is not running");
+	}
+	return core(o, res, err, NULL, NULL);
+}
+
+static int core(const struct scar_train_opts *o, struct scar_train_result *res,
+		struct scar_error *err, double **objs, size_t *nobjs)
+{
+	struct dt t;
+	json_t *config = NULL, *rec;
+	double step2 = 0, *ref = NULL;
+	size_t nref = 0;
+	uint64_t period, N = o->iters, limit, target_iter = 0, comm_total = 0;
+	double target = 0;
+	int rc = 0, done = 0, have_target = 0;
+
+	memset(&t, 0, sizeof(t));
+	memset(res, 0, sizeof(*res));
+	t.o = o;
+	t.res = res;
+	t.err = err;
+	t.t0 = now();
+	t.P = (uint32_t)g_size;
+	t.R = (uint32_t)g_rank;
+	t.def = scar_model_find(o->resume ? o->resume->model : o->model);
+	if ((rc = validate(o, t.def, err)))
+		return rc;	/* the same on every rank */
+
+	if (o->measure_cost) {
+		if (o->reference) {
+			size_t i;
+			json_t *v;
+
+			nref = json_array_size(o->reference);
+			if (!(ref = malloc((nref ? nref : 1) * sizeof(*ref))))
+				return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			json_array_foreach(o->reference, i, v)
+				ref[i] = json_number_value(v);
+		} else if ((rc = run_reference(o, &ref, &nref, err))) {
+			return rc;
+		}
+	}
+
+	if (o->resume) {
+		config = json_incref(o->resume->config);
+	} else {
+		config = o->config ? json_deep_copy(o->config) : json_object();
+		rc = config ? t.def->configure(config, err) :
+			scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		if (rc)
+			goto out;
+	}
+	t.S = o->resume ? o->resume->shards : o->shards;
+	/* Rank 0 keeps the model itself for what is not distributed: eta, c, x*. */
+	if (t.R == 0)
+		rc = t.def->create(&t.m, config, err);
+	if ((rc = agree(&t, rc)) || (rc = ridge_setup(&t, config)))
+		goto out;
+	if (o->resume) {
+		rc = scar_state_clone(&t.st, o->resume, err);
+		if (!rc && t.R == 0)
+			rc = check_layout(&t, config);
+		if ((rc = agree(&t, rc)))
+			goto out;
+		json_t *c = json_object_get(t.st->extra, "clock");
+
+		t.clock = json_is_integer(c) ? (uint64_t)json_integer_value(c) : t.st->iteration;
+	} else {
+		if (t.R == 0) {
+			rc = build_fresh(&t, config, &t.st);
+		} else if (!(rc = scar_state_new(&t.st, t.def->name, err))) {
+			json_decref(t.st->config);
+			t.st->config = json_incref(config);
+			t.st->shards = o->shards;
+		}
+		if ((rc = agree(&t, rc)) || (rc = agree(&t, bcast_state(&t))))
+			goto out;
+	}
+	if (!ridge_w(&t) || ridge_w(&t)->dtype != SCAR_F64 || scar_tensor_elems(ridge_w(&t)) != t.d) {
+		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");
+		goto out;
+	}
+	if (ref) {
+		uint64_t w = o->cost_window;
+
+		if (nref < N + 1) {
+			rc = scar_error_set(err, SCAR_EINVAL, "reference has %zu iterations, need %llu",
+					    nref ? nref - 1 : 0, (unsigned long long)N);
+			goto out;
+		}
+		target = smoothed(ref, N, w);
+		target_iter = N;
+		for (uint64_t k = 0; k <= N; k++)
+			if (reached(t.def, smoothed(ref, k, w), target)) {
+				target_iter = k;
+				break;
+			}
+		have_target = 1;
+	}
+
+	rec = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O, s:I, s:s, s:b, s:s?, s:s, s:s, s:I, s:I, s:f, s:s}",
+			"type", "header", "format", SCAR_EVENTS_FORMAT, "version", SCAR_EVENTS_VERSION,
+			"tool", o->tool ? o->tool : "scar", "tool_version", SCAR_VERSION,
+			"model", t.def->name, "config", config, "shards", (json_int_t)t.st->shards,
+			"objective", t.def->objective_name,
+			"objective_higher_better", t.def->objective_higher_better,
+			"heldout", t.def->heldout_name,
+			"policy", scar_policy_name(o->policy), "recovery", scar_recovery_name(o->recovery),
+			"iters", (json_int_t)N, "interval", (json_int_t)o->interval,
+			"fraction", o->fraction, "resumed", o->resume ? "yes" : "no");
+	if (rec) {
+		double c;
+
+		json_object_set_new(rec, "dist_opt_known", json_boolean(t.def->dist_to_opt != NULL));
+		if (t.R == 0 && t.def->contraction && t.def->contraction(t.m, &c, err) == 0)
+			json_object_set_new(rec, "contraction", json_real(c));
+		if (o->resume)
+			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)t.clock));
+		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.P));
+	}
+	if ((rc = agree(&t, emit(&t, rec))))
+		goto out;
+
+	if ((rc = agree(&t, scar_state_clone(&t.saved, t.st, err))))
+		goto out;
+	if (o->resume) {
+		rc = scar_state_clone(&t.last_full, t.st, err);
+		if (!rc)
+			rc = rebuild_saved_view(&t);
+		if ((rc = agree(&t, rc)))
+			goto out;
+		for (uint64_t k = 0; k < t.clock; k++)
+			if ((rc = push_obj(&t, NAN)))
+				break;
+		if ((rc = agree(&t, rc)) || (rc = agree(&t, record_iteration(&t, 0, 1))))
+			goto out;
+	} else {
+		if ((rc = agree(&t, record_iteration(&t, 0, 1))) || (rc = agree(&t, checkpoint(&t, 1))))
+			goto out;
+	}
+	t.comm_bytes = 0;
+
+	period = policy_period(o);
+	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
+	while (!done && t.clock < limit) {
+		struct scar_tensor *w = ridge_w(&t);
+
+		memcpy(t.prevw, w->data, t.d * sizeof(double));
+		if ((rc = ridge_step(&t)))
+			goto out;
+		t.st->iteration++;
+		t.clock++;
+		step2 = sqdist(w, w->data, t.prevw, 0, t.d);
+		if ((rc = agree(&t, record_iteration(&t, step2, 0))))
+			goto out;
+		if (o->policy != SCAR_POLICY_NONE && t.st->iteration % period == 0 &&
+		    (rc = agree(&t, checkpoint(&t, o->policy == SCAR_POLICY_FULL))))
+			goto out;
+		if (t.clock <= N && fails_now(&t) && (rc = agree(&t, fail_and_recover(&t))))
+			goto out;
+		if (o->progress && t.R == 0)
+			o->progress(t.clock, limit, o->progress_arg);
+		if (o->measure_cost && have_target && t.clock >= N && t.clock > t.last_fail_clock &&
+		    reached(t.def, smoothed(t.obj, t.clock, o->cost_window), target))
+			done = 1;
+		if (!o->measure_cost && t.clock >= N)
+			done = 1;
+	}
+
+	if (o->measure_cost && have_target) {
+		uint64_t k2 = t.clock;
+		int censored = !done;
+
+		for (uint64_t k = t.last_fail_clock + 1; done && k <= t.clock; k++)
+			if (k < t.nobj && !isnan(t.obj[k]) &&
+			    reached(t.def, smoothed(t.obj, k, o->cost_window), target)) {
+				k2 = k;
+				break;
+			}
+		res->total_cost = (int64_t)k2 - (int64_t)target_iter;
+		res->censored = censored;
+		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:b, s:I}", "type", "cost", "target", target,
+				"reference_iter", (json_int_t)target_iter, "perturbed_iter", (json_int_t)k2,
+				"cost", (json_int_t)res->total_cost, "censored", censored,
+				"window", (json_int_t)o->cost_window);
+		if ((rc = agree(&t, emit(&t, rec))))
+			goto out;
+	}
+	MPI_Allreduce(&t.comm_bytes, &comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+	res->clock = t.clock;
+	rec = json_pack("{s:s, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I}", "type", "summary",
+			"iters", (json_int_t)t.clock, "state_iter", (json_int_t)t.st->iteration,
+			"final_objective", res->final_objective, "failures", (json_int_t)res->failures,
+			"total_cost", (json_int_t)res->total_cost,
+			"checkpoints", (json_int_t)res->checkpoints,
+			"checkpoint_rows", (json_int_t)res->checkpoint_rows,
+			"checkpoint_bytes", (json_int_t)res->checkpoint_bytes);
+	if (rec) {
+		json_object_set_new(rec, "censored", json_boolean(res->censored));
+		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.P));
+		json_object_set_new(rec, "comm_bytes", json_integer((json_int_t)comm_total));
+		if (o->timing) {
+			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
+			json_object_set_new(rec, "elapsed", json_real(now() - t.t0));
+		}
+	}
+	if ((rc = agree(&t, emit(&t, rec))) || (rc = agree(&t, set_extra(&t, t.st))))
+		goto out;
+	res->final_state = t.st;
+	t.st = NULL;
+out:
+	if (!rc && objs) {
+		*objs = t.obj;
+		*nobjs = t.nobj;
+		t.obj = NULL;
+	}
+	free(ref);
+	dt_free(&t);
+	json_decref(config);
+	return rc;
+}
+
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int scar_dist_mpi_unused_;
+#endif /* SCAR_MPI */
