@@ -302,6 +302,13 @@ static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z
 		float total = 0, u;
 		uint32_t b;
 
+		/* The next token's word row is a random one of V: start fetching it now. */
+		if (i + 1 < len) {
+			const int32_t *nx = s->nwk + (uint64_t)words[i + 1] * k;
+
+			for (uint32_t t = 0; t < k; t += 16)
+				__builtin_prefetch(nx + t, 1);
+		}
 		/* Decrement, but never below zero (see the top of the file). */
 		nd[old] -= nd[old] > 0;
 		nw[old] -= nw[old] > 0;
