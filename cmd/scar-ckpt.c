@@ -283,6 +283,20 @@ static void *xrealloc(void *p, size_t n)
 	return p;
 }
 
+/* dir without trailing slashes (but "/" stays), so listings say "d/x.ckpt". */
+static char *trim_dir(const char *dir)
+{
+	size_t n = strlen(dir);
+	char *p;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	p = xmalloc(n + 1);
+	memcpy(p, dir, n);
+	p[n] = 0;
+	return p;
+}
+
 /* The input operand: "-" (stdin) when absent; stdin must not be a terminal. */
 static const char *input_path(const char *operand)
 {
@@ -1575,7 +1589,7 @@ static int cmd_apply(int argc, char **argv)
 	struct scar_error e;
 	const char *out = NULL;
 	size_t n = 0, cap = 0, j, base_at = (size_t)-1, first_dir_end = 0;
-	int c, i, status = EXIT_TROUBLE, sync = 1, stdin_used = 0, moved = 0;
+	int c, i, rc, status = EXIT_TROUBLE, sync = 1, stdin_used = 0, moved = 0;
 
 	while ((c = next_opt(argc, argv, ":ho:", apply_opts)) != -1) {
 		if (c == 'o')
@@ -1598,9 +1612,12 @@ static int cmd_apply(int argc, char **argv)
 		} else if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
 			struct scar_ckpt_entry *ents;
 			size_t ne, skipped = 0;
+			char *dir = trim_dir(argv[i]);
 
 			scar_error_clear(&e);
-			if (scar_ckpt_list(argv[i], &ents, &ne, &skipped, &e) < 0) {
+			rc = scar_ckpt_list(dir, &ents, &ne, &skipped, &e);
+			free(dir);
+			if (rc < 0) {
 				warn_err(argv[i], &e);
 				goto out;
 			}
@@ -1806,6 +1823,7 @@ static int cmd_ls(int argc, char **argv)
 	struct scar_error e;
 	size_t ne = 0, skipped = 0, nv = 0, nbad = 0, i, j;
 	const char *dir;
+	char *dirbuf;
 	int json = 0, c, status = 0;
 
 	while ((c = next_opt(argc, argv, ":h", ls_opts)) != -1)
@@ -1815,11 +1833,12 @@ static int cmd_ls(int argc, char **argv)
 		cli_usage_error("missing operand: DIR");
 	if (argc - optind > 1)
 		cli_usage_error("too many operands");
-	dir = argv[optind];
+	dir = dirbuf = trim_dir(argv[optind]);
 
 	scar_error_clear(&e);
 	if (scar_ckpt_list(dir, &ents, &ne, &skipped, &e) < 0) {
 		warn_err(dir, &e);
+		free(dirbuf);
 		return EXIT_TROUBLE;
 	}
 	v = xmalloc((ne + 1) * sizeof(*v));
@@ -1921,6 +1940,7 @@ print:
 	}
 	free(v);
 	scar_ckpt_list_free(ents, ne);
+	free(dirbuf);
 	return status;
 }
 

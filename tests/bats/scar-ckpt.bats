@@ -400,6 +400,8 @@ small() {
 	[[ ${lines[1]} == *" 10  partial "*"run/c10.ckpt" ]]
 	[[ ${lines[2]} == *" 20  full "*"run/c20.ckpt" ]]
 	[[ ${lines[0]} == *" $(wc -c < run/c0.ckpt)  "* ]]
+	run -0 scar-ckpt ls run/
+	[[ ${lines[0]} == *"  run/c0.ckpt" ]]
 	printf 'garbage' > run/bad.ckpt
 	run -1 scar-ckpt ls run
 	[[ $output == *"scar-ckpt: damaged checkpoint 'run/bad.ckpt'"* ]]
@@ -445,4 +447,24 @@ small() {
 		grep -q -- "--$o\b" "$SCAR_ROOT/completions/zsh/_scar-ckpt" || { echo "--$o missing from zsh"; false; }
 		grep -qE -- "-l $o( |\$)" "$SCAR_ROOT/completions/fish/scar-ckpt.fish" || { echo "--$o missing from fish"; false; }
 	done
+}
+
+@test "the man page's EXAMPLES run" {
+	mkdir run
+	mkckpt --bytes 64K --cols 64 --shards 4 --iteration 0 --no-sync run/ckpt-0.ckpt
+	mkckpt --bytes 64K --cols 64 --shards 4 --iteration 20 --seed 2 --present 0:32 --no-sync run/ckpt-20.ckpt
+	mkckpt --bytes 64K --cols 64 --shards 4 --iteration 40 --seed 3 --no-sync run/ckpt-40.ckpt
+	mkckpt --bytes 64K --cols 64 --shards 4 --no-state --no-sync a.ckpt
+	mkckpt --bytes 256000 --cols 64 --raw w.raw
+	mkckpt --bytes 256 --cols 64 --no-state --no-sync b0.ckpt
+	scar-ckpt export -o bias.npy b0.ckpt
+	MANWIDTH=100 mandoc -Tascii "$SCAR_ROOT/man/scar-ckpt.1" | col -bx |
+		sed -n '/^EXAMPLES/,/^DIAGNOSTICS/p' |
+		awk '/^ +\$ / { sub(/^ +\$ /, ""); cmd = $0; while (cmd ~ /\\$/) { getline; sub(/^ +/, ""); sub(/\\$/, "", cmd); cmd = cmd $0 } print cmd }' > examples.sh
+	[ "$(wc -l < examples.sh)" -ge 10 ]
+	while IFS= read -r cmd; do
+		run -0 bash -c "$cmd"
+	done < examples.sh
+	[ -s w2.npy ] && [ -s w.ckpt ] && [ -s b.ckpt ] && [ -s view.ckpt ]
+	[ "$(scar-ckpt info --json a.ckpt | jq .shards)" = 4 ]
 }
