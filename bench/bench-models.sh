@@ -133,10 +133,10 @@ fi
 # ---- lda ----
 dw=$data/spam/docword.spam.txt
 if [ -e "$dw" ]; then
-	cfg="{\"data\":\"$dw\",\"topics\":100,\"heldout_frac\":0}"
+	cfg="{\"data\":\"$dw\",\"topics\":100,\"heldout_frac\":0.01}"
 	what="SpamAssassin"
 else
-	cfg='{"docs":20000,"words":5000,"doc_len":100,"synth_topics":20,"topics":100,"heldout_frac":0}'
+	cfg='{"docs":20000,"words":5000,"doc_len":100,"synth_topics":20,"topics":100,"heldout_frac":0.01}'
 	what="synthetic (SpamAssassin not found)"
 fi
 : > "$out/lda.c"

@@ -49,7 +49,7 @@
  *   topics          integer, 10: K
  *   alpha           real, 0.1: doc-topic prior
  *   beta            real, 0.01: topic-word prior
- *   heldout_frac    real, 0.1: fraction of documents held out (by data_seed)
+ *   heldout_frac    real, 0.1: fraction of documents held out (by data_seed, > 0)
  *   heldout_sweeps  integer, 10: fold-in sweeps of the held-out estimate
  */
 #include <math.h>
@@ -113,7 +113,7 @@ static int lda_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_int(cfg, "topics", 10, 1, 65536, err)) ||
 	    (rc = mu_cfg_real(cfg, "alpha", 0.1, 1e-9, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "beta", 0.01, 1e-9, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 0, 0.9, err)) ||
+	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 1e-6, 0.9, err)) ||
 	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)))
 		return rc;
 	if (json_object_get(cfg, "vocab") && !json_object_get(cfg, "data"))
@@ -214,6 +214,18 @@ static int lda_create(struct scar_model **out, const json_t *cfg, struct scar_er
 	if (!m->train.tokens) {
 		rc = scar_error_set(err, SCAR_EINVAL, "lda: no training tokens");
 		goto fail;
+	}
+	{
+		uint64_t d = 0;
+
+		while (d < m->test.n && m->test.start[d + 1] - m->test.start[d] < 2)
+			d++;
+		if (d == m->test.n) {
+			rc = scar_error_set(err, SCAR_EINVAL,
+					    "lda: no held-out document of 2 tokens or more (heldout_frac %g)",
+					    mu_get_real(cfg, "heldout_frac"));
+			goto fail;
+		}
 	}
 	m->p = aligned_alloc(32, m->kpad * sizeof(float));
 	m->inv = aligned_alloc(32, m->kpad * sizeof(float));

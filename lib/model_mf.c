@@ -38,7 +38,7 @@
  *   synth_rank    integer, 5: rank of the planted synthetic matrix
  *   density       real, 0.1: fraction of synthetic cells rated
  *   noise         real, 0.1: synthetic rating noise standard deviation
- *   test_frac     real, 0.2: fraction of ratings held out
+ *   test_frac     real, 0.2: fraction of ratings held out (> 0)
  *   solver        string, "als": "als" or "sgd"
  *   rank          integer, 10: factor rank
  *   lambda        real, 0.1: L2 penalty
@@ -92,7 +92,7 @@ static int mf_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_int(cfg, "synth_rank", 5, 1, 4096, err)) ||
 	    (rc = mu_cfg_real(cfg, "density", 0.1, 1e-9, 1, err)) ||
 	    (rc = mu_cfg_real(cfg, "noise", 0.1, 0, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "test_frac", 0.2, 0, 0.99, err)) ||
+	    (rc = mu_cfg_real(cfg, "test_frac", 0.2, 1e-6, 0.99, err)) ||
 	    (rc = mu_cfg_str(cfg, "solver", "als", solvers, err)) ||
 	    (rc = mu_cfg_int(cfg, "rank", 10, 1, 1024, err)) ||
 	    (rc = mu_cfg_real(cfg, "lambda", 0.1, 0, 1e9, err)) ||
@@ -193,8 +193,10 @@ static int mf_create(struct scar_model **out, const json_t *cfg, struct scar_err
 	if (rc || (rc = scar_ratings_split(all, mu_get_real(cfg, "test_frac"), seed, &m->train,
 					   &m->test, err)))
 		goto fail;
-	if (!m->train->n) {
-		rc = scar_error_set(err, SCAR_EINVAL, "mf: no training ratings");
+	if (!m->train->n || !m->test->n) {
+		rc = scar_error_set(err, SCAR_EINVAL, "mf: %llu ratings leave no %s ratings (test_frac %g)",
+				    (unsigned long long)all->n, m->train->n ? "test" : "training",
+				    mu_get_real(cfg, "test_frac"));
 		goto fail;
 	}
 	m->users = m->train->users;

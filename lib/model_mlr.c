@@ -28,7 +28,9 @@
  *   train_images, train_labels, test_images, test_labels
  *                 string, absent: IDX files named one by one (instead of data)
  *   test_data     string, absent: the LIBSVM test file when data is LIBSVM
- *                 (without one there is no held-out metric)
+ *   test_frac     real, 0.1: without a test file (LIBSVM without test_data,
+ *                 IDX without test_images), the fraction of the examples
+ *                 held out as the test set, drawn by data_seed
  *   n             integer, 5000: synthetic training examples
  *   n_test        integer, 1000: synthetic test examples
  *   d             integer, 20: synthetic features
@@ -71,7 +73,7 @@ struct scar_model {
 
 static const char *const mlr_keys[] = {
 	"seed", "data_seed", "data", "train_images", "train_labels", "test_images",
-	"test_labels", "test_data", "n", "n_test", "d", "classes", "sep", "batch", "lr",
+	"test_labels", "test_data", "test_frac", "n", "n_test", "d", "classes", "sep", "batch", "lr",
 	"lr_decay", "l2", "init_scale", NULL
 };
 
@@ -87,6 +89,7 @@ static int mlr_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_str(cfg, "test_images", NULL, NULL, err)) ||
 	    (rc = mu_cfg_str(cfg, "test_labels", NULL, NULL, err)) ||
 	    (rc = mu_cfg_str(cfg, "test_data", NULL, NULL, err)) ||
+	    (rc = mu_cfg_real(cfg, "test_frac", 0.1, 1e-6, 0.9, err)) ||
 	    (rc = mu_cfg_int(cfg, "n", 5000, 1, INT32_MAX, err)) ||
 	    (rc = mu_cfg_int(cfg, "n_test", 1000, 0, INT32_MAX, err)) ||
 	    (rc = mu_cfg_int(cfg, "d", 20, 1, 1 << 20, err)) ||
@@ -212,6 +215,52 @@ static int load_data(struct scar_model *m, const json_t *cfg, struct scar_error 
 	return 0;
 }
 
+/*
+ * Move a seeded fraction of train's examples into a new test set (kept in
+ * order); train is compacted in place.
+ */
+static int split_test(struct scar_model *m, double frac, uint64_t seed, struct scar_error *err)
+{
+	struct scar_dense *tr = m->train, *te = calloc(1, sizeof(*te));
+	struct scar_rng r;
+	uint64_t nt = 0, a = 0, b = 0, d = tr->d;
+	uint8_t *held = malloc(tr->n ? tr->n : 1);
+
+	if (!te || !held)
+		goto oom;
+	scar_rng_seed_stream(&r, seed, 31);
+	for (uint64_t i = 0; i < tr->n; i++)
+		nt += held[i] = scar_rng_uniform(&r) < frac;
+	if (!nt || nt == tr->n) {
+		free(te);
+		free(held);
+		return scar_error_set(err, SCAR_EINVAL, "mlr: %llu examples are too few to hold %g out",
+				      (unsigned long long)tr->n, frac);
+	}
+	te->n = nt;
+	te->d = d;
+	te->classes = tr->classes;
+	if (!(te->x = malloc(nt * d * sizeof(float))) || !(te->label = malloc(nt * sizeof(uint32_t))))
+		goto oom;
+	for (uint64_t i = 0; i < tr->n; i++) {
+		if (held[i]) {
+			memcpy(te->x + b * d, tr->x + i * d, d * sizeof(float));
+			te->label[b++] = tr->label[i];
+		} else {
+			memmove(tr->x + a * d, tr->x + i * d, d * sizeof(float));
+			tr->label[a++] = tr->label[i];
+		}
+	}
+	tr->n = a;
+	m->test = te;
+	free(held);
+	return 0;
+oom:
+	free(held);
+	scar_dense_free(te);
+	return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+}
+
 static int mlr_create(struct scar_model **out, const json_t *cfg, struct scar_error *err)
 {
 	struct scar_model *m = calloc(1, sizeof(*m));
@@ -227,6 +276,9 @@ static int mlr_create(struct scar_model **out, const json_t *cfg, struct scar_er
 		rc = scar_error_set(err, SCAR_EINVAL, "mlr: training data needs labels of 2 classes or more");
 		goto fail;
 	}
+	if (!m->test && (rc = split_test(m, mu_get_real(cfg, "test_frac"),
+					 (uint64_t)mu_get_int(cfg, "data_seed"), err)))
+		goto fail;
 	m->n = m->train->n;
 	m->d = m->train->d;
 	m->classes = m->train->classes;

@@ -231,6 +231,16 @@ static void test_mlr(void)
 	CHECK(f1 < 0.2 * f0);
 	CHECK(acc >= 0.95);
 	run_close(&r);
+	/* Without a test set a seeded fraction of the examples is held out. */
+	if (run_open(&r, "mlr", "{\"n\": 2000, \"n_test\": 0, \"test_frac\": 0.25}") == 0) {
+		CHECK(run_steps(&r, 3) == 0);
+		acc = run_heldout(&r);
+		CHECK(acc >= 0.95 && acc <= 1);
+		CHECK(scar_tensor_rows(scar_state_find(r.st, "order")) < 1700);
+	} else {
+		CHECK(0);
+	}
+	run_close(&r);
 	check_resume("mlr", "{\"n\": 1000, \"batch\": 50, \"init_scale\": 0.01}", 3, 8);
 	/* A batch that does not divide n and one larger than n. */
 	check_resume("mlr", "{\"n\": 300, \"batch\": 128}", 2, 5);
@@ -274,6 +284,13 @@ static void test_mf(void)
 	printf("mf: SGD test RMSE %.4f -> %.4f after 20 epochs\n", f, rmse);
 	CHECK(rmse < 0.5 * f);
 	run_close(&r);
+	{
+		struct scar_error err;
+		json_t *cfg = json_pack("{s:f}", "test_frac", 0.0);
+
+		CHECK(r.def->configure(cfg, &err) == SCAR_ERANGE);
+		json_decref(cfg);
+	}
 	check_resume("mf", "{\"users\": 200, \"items\": 150}", 3, 7);
 	check_resume("mf", "{\"users\": 200, \"items\": 150, \"solver\": \"sgd\", "
 		     "\"lambda_scale\": \"none\"}", 2, 5);
@@ -405,8 +422,24 @@ static void test_registry(void)
 		CHECK(m[n]->configure && m[n]->create && m[n]->init_state && m[n]->step &&
 		      m[n]->objective && m[n]->free && m[n]->objective_name && m[n]->summary);
 	}
-	CHECK(n >= 1);
+	CHECK(n == 4);
 	CHECK(scar_model_find("nope") == NULL);
+	/* configure fills every default, is idempotent, and refuses unknown keys. */
+	for (int i = 0; i < n; i++) {
+		struct scar_error err;
+		json_t *a = json_object(), *b, *bad = json_pack("{s:i}", "no_such_key", 1);
+
+		CHECK_RC(m[i]->configure(a, &err));
+		CHECK(json_object_get(a, "seed") && json_object_get(a, "data_seed"));
+		b = json_deep_copy(a);
+		CHECK_RC(m[i]->configure(b, &err));
+		CHECK(json_equal(a, b));
+		CHECK(m[i]->configure(bad, &err) == SCAR_EINVAL);
+		CHECK(strstr(err.msg, "no_such_key") != NULL);
+		json_decref(a);
+		json_decref(b);
+		json_decref(bad);
+	}
 	CHECK(scar_model_find(NULL) == NULL);
 }
 
