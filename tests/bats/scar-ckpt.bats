@@ -468,3 +468,43 @@ small() {
 	[ -s w2.npy ] && [ -s w.ckpt ] && [ -s b.ckpt ] && [ -s view.ckpt ]
 	[ "$(scar-ckpt info --json a.ckpt | jq .shards)" = 4 ]
 }
+
+@test "import reads NPY 2.0, big-endian data, and refuses Fortran order and bad headers" {
+	command -v python3 >/dev/null || skip "python3 not installed"
+	python3 - <<'PY'
+import struct
+def npy(name, descr, shape, data, major=1, fortran=False, pad=True):
+    d = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+    pre = 10 if major == 1 else 12
+    if pad:
+        d += ' ' * ((64 - (pre + len(d) + 1) % 64) % 64)
+    d += '\n'
+    h = b'\x93NUMPY' + bytes([major, 0])
+    h += struct.pack('<H' if major == 1 else '<I', len(d))
+    open(name, 'wb').write(h + d.encode() + data)
+vals = [1.5, -2.25, 3.0, 4.0, 5.0, 6.0]
+npy('v2.npy', '<f4', '(2, 3)', struct.pack('<6f', *vals), major=2)
+npy('be.npy', '>f8', '(6,)', struct.pack('>6d', *vals))
+npy('i64.npy', '<i8', '(3, 2)', struct.pack('<6q', 1, -2, 3, -4, 5, -6))
+npy('fortran.npy', '<f4', '(2, 3)', struct.pack('<6f', *vals), fortran=True)
+npy('short.npy', '<f4', '(2, 3)', struct.pack('<5f', *vals[:5]))
+npy('c16.npy', '<c16', '(1,)', b'\0' * 16)
+PY
+	scar-ckpt import -o v2.ckpt v2.npy
+	[ "$(scar-ckpt export --format json v2.ckpt | jq -c .data)" = '[[1.5,-2.25,3],[4,5,6]]' ]
+	scar-ckpt import -o be.ckpt be.npy
+	[ "$(scar-ckpt export --format json be.ckpt | jq -c '[.dtype, .shape, .data]')" = '["f64",[6],[[1.5],[-2.25],[3],[4],[5],[6]]]' ]
+	scar-ckpt import --dtype f32 -o be32.ckpt be.npy
+	[ "$(scar-ckpt export --format json be32.ckpt | jq -c '[.dtype, .data[1]]')" = '["f32",[-2.25]]' ]
+	scar-ckpt import --shards 2 -o i.ckpt - < i64.npy
+	[ "$(scar-ckpt export --format json --tensor x i.ckpt | jq -c .data)" = '[[1,-2],[3,-4],[5,-6]]' ]
+	run -2 scar-ckpt import -o f.ckpt fortran.npy
+	[[ $output == *"'fortran.npy': not a valid .npy file: Fortran order"* ]]
+	run -2 scar-ckpt import -o s.ckpt short.npy
+	[[ $output == *"'short.npy'"*"does not match the shape"* ]]
+	run -2 scar-ckpt import -o c.ckpt c16.npy
+	[[ $output == *"unsupported dtype"* ]]
+	run -2 scar-ckpt import --shape 3,2 -o v.ckpt v2.npy
+	[[ $output == *"does not match --shape"* ]]
+	[ ! -e f.ckpt ] && [ ! -e s.ckpt ] && [ ! -e c.ckpt ] && [ ! -e v.ckpt ]
+}
