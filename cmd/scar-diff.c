@@ -189,6 +189,8 @@ int main(int argc, char **argv)
 	if (argc - optind != 2)
 		cli_usage_error(argc - optind < 2 ? "two snapshots to compare are needed" :
 				"too many operands");
+	if (cli_is_stdio(argv[optind]) || cli_is_stdio(argv[optind + 1]))
+		cli_refuse_tty_stdin();
 	out.text = force_text || (!force_json && isatty(STDOUT_FILENO));
 	o.names = names;
 	o.nnames = nnames;

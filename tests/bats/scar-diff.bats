@@ -251,6 +251,24 @@ EOF
 	run -2 scar-diff --tensor q a.ckpt other.npy
 }
 
+@test "scar-diff: memory stays within two sections plus 16 MiB" {
+	[ -x /usr/bin/time ] || skip "/usr/bin/time not installed"
+	# 64 MiB of f32 in 8 shards: 8 MiB sections
+	head -c $((64 << 20)) /dev/urandom >a.raw
+	head -c $((64 << 20)) /dev/urandom >b.raw
+	scar-ckpt import --dtype f32 --shape 16384,1024 --shards 8 --name w --no-sync -o a.ckpt a.raw
+	scar-ckpt import --dtype f32 --shape 16384,1024 --shards 8 --name w --no-sync -o b.ckpt b.raw
+	rm a.raw b.raw
+	run -1 /usr/bin/time -f 'maxrss %M' scar-diff -q a.ckpt b.ckpt
+	kb=$(sed -n 's/^maxrss //p' <<<"$output")
+	echo "max RSS $kb KiB, bound $((2 * 8192 + 16384)) KiB"
+	[ "$kb" -le $((2 * 8192 + 16384)) ]
+	run -1 /usr/bin/time -f 'maxrss %M' scar-diff -q - b.ckpt <a.ckpt
+	kb=$(sed -n 's/^maxrss //p' <<<"$output")
+	echo "from a pipe: max RSS $kb KiB"
+	[ "$kb" -le $((2 * 8192 + 16384)) ]
+}
+
 @test "scar-diff: state tensors only with --all" {
 	need_jq
 	scar-train -q --model mlr --iters 3 --save a.ckpt >/dev/null

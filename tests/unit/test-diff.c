@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "scar/arrayfile.h"
+#include "scar/ckpt.h"
 #include "scar/diff.h"
 #include "scar/rng.h"
 #include "unit.h"
@@ -289,6 +290,55 @@ static void test_files(void)
 	scar_state_free(b);
 }
 
+/* Checkpoints: both partial with different rows, compared by section and by state. */
+static void test_ckpt(void)
+{
+	struct scar_state *a = mkstate(4), *b = mkstate(4), *c = NULL;
+	struct scar_diff_result *rf = NULL, *rs = NULL, *rc3 = NULL;
+	struct scar_ckpt_save_opts so;
+	struct scar_tensor *wa = scar_state_find(a, "w"), *wb = scar_state_find(b, "w");
+
+	((float *)wb->data)[7 * 3] += 2;	/* row 7, in both */
+	((float *)wb->data)[1 * 3] += 9;	/* row 1, only in b */
+	CHECK_RC(scar_tensor_init_present(wa, 0, NULL));
+	CHECK_RC(scar_tensor_init_present(wb, 0, NULL));
+	for (int r = 3; r < 12; r++)
+		wa->present[r] = 1;
+	for (int r = 0; r < 9; r++)
+		wb->present[r] = 1;
+	scar_ckpt_save_opts_init(&so);
+	so.sync = 0;
+	CHECK_RC(scar_ckpt_save(a, tmp("a.ckpt"), &so, NULL));
+	CHECK_RC(scar_ckpt_save(b, tmp("b.ckpt"), &so, NULL));
+	CHECK_RC(scar_diff_files(tmp("a.ckpt"), tmp("b.ckpt"), NULL, &rf, NULL));
+	CHECK_RC(scar_diff_states(a, b, NULL, &rs, NULL));
+	if (rf && rs) {
+		CHECK(rf->total.l2 == 2 && rs->total.l2 == 2 && !rf->loaded_whole);
+		CHECK(rf->tensors[0].rows_compared == 6 && rs->tensors[0].rows_compared == 6);
+		CHECK(rf->tensors[0].rows_only_a == 3 && rf->tensors[0].rows_only_b == 3);
+		CHECK(rf->tensors[0].nonly_a == 1 && rf->tensors[0].only_a[0][0] == 9 &&
+		      rf->tensors[0].only_a[0][1] == 3);
+		CHECK(rf->tensors[0].nonly_b == 1 && rf->tensors[0].only_b[0][0] == 0 &&
+		      rf->tensors[0].only_b[0][1] == 3);
+		CHECK(rf->shards[3].l2 == 2 && rf->ntop == 1 && rf->top[0].row == 7);
+		CHECK(rf->a.has_iteration && rf->a.iteration == 7 && strcmp(rf->a.kind, "ckpt") == 0);
+	}
+	/* another shard count: rows are matched one by one */
+	CHECK_RC(scar_state_clone(&c, b, NULL));
+	if (c) {
+		c->shards = 3;
+		CHECK_RC(scar_ckpt_save(c, tmp("c.ckpt"), &so, NULL));
+		CHECK_RC(scar_diff_files(tmp("a.ckpt"), tmp("c.ckpt"), NULL, &rc3, NULL));
+		CHECK(rc3 && rc3->loaded_whole && rc3->total.l2 == 2 && rc3->nshards == 4);
+	}
+	scar_diff_result_free(rf);
+	scar_diff_result_free(rs);
+	scar_diff_result_free(rc3);
+	scar_state_free(a);
+	scar_state_free(b);
+	scar_state_free(c);
+}
+
 int main(void)
 {
 	char cmd[300];
@@ -301,6 +351,7 @@ int main(void)
 	test_adversarial();
 	test_states();
 	test_files();
+	test_ckpt();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
