@@ -1,0 +1,285 @@
+/*
+ * ckpt-reader-indep.c - an independent reader of scar checkpoints, written
+ * from scar-ckpt(5) alone (no libscar checkpoint code), as the page's proof.
+ * It reads a checkpoint front to back (a file or stdin), checks everything
+ * the page says a reader checks, and prints every present row as text:
+ *
+ *	# model M iteration N shards S kind K
+ *	NAME ROW V0 V1 ...		(one line per present row, in table order)
+ *
+ * Floats are printed with %.9g (f32) or %.17g (f64), so they read back
+ * exactly. Exit 0 ok, 1 the checkpoint is damaged, 2 usage or I/O error.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <lz4frame.h>
+
+static FILE *in;
+static uint64_t pos;
+
+static _Noreturn void bad(const char *what)
+{
+	fprintf(stderr, "ckpt-reader-indep: offset %" PRIu64 ": %s\n", pos, what);
+	exit(1);
+}
+
+static uint32_t crc32c(const unsigned char *p, size_t n, uint32_t c)
+{
+	c = ~c;
+	while (n--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & -(c & 1));
+	}
+	return ~c;
+}
+
+static void rd(void *buf, size_t n)
+{
+	if (n && fread(buf, 1, n, in) != n)
+		bad("truncated");
+	pos += n;
+}
+
+/* A string member, or "" when missing. */
+static const char *str(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+static uint64_t le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+struct tensor {
+	const char *name, *dtype;
+	size_t esz, rowb;
+	uint64_t rows, S, rowelems;
+	unsigned char *data, *present;
+};
+
+static size_t dtype_size(const char *d)
+{
+	static const char *n[] = { "f32", "f64", "i32", "i64", "u32", "u64", "u8" };
+	static const size_t s[] = { 4, 8, 4, 8, 4, 8, 1 };
+
+	for (int i = 0; i < 7; i++)
+		if (strcmp(d, n[i]) == 0)
+			return s[i];
+	bad("unknown dtype");
+}
+
+static void print_elem(const struct tensor *t, const unsigned char *p)
+{
+	uint64_t v = le(p, (int)t->esz);
+	float f;
+	double d;
+
+	if (strcmp(t->dtype, "f32") == 0) {
+		uint32_t u = (uint32_t)v;
+
+		memcpy(&f, &u, 4);
+		printf(" %.9g", f);
+	} else if (strcmp(t->dtype, "f64") == 0) {
+		memcpy(&d, &v, 8);
+		printf(" %.17g", d);
+	} else if (t->dtype[0] == 'i') {
+		printf(" %" PRId64, t->esz == 4 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v);
+	} else {
+		printf(" %" PRIu64, v);
+	}
+}
+
+/* Decode one payload of stored bytes into out (raw bytes), checking it. */
+static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char *out)
+{
+	unsigned char *buf = malloc(stored ? stored : 1);
+
+	if (!buf)
+		bad("out of memory");
+	rd(buf, stored);
+	if (!(flags & 1)) {
+		if (flags || stored != raw + 4 || crc32c(buf, raw, 0) != le(buf + raw, 4))
+			bad("raw section: bad flags, length or CRC");
+		memcpy(out, buf, raw);
+	} else {
+		unsigned b = (flags >> 1) & 3;
+		LZ4F_dctx *dc;
+		size_t dn = raw, sn = stored, r;
+
+		if (flags >> 3 || raw == 0 || stored < 23 || le(buf, 4) != 0x184D2204u ||
+		    buf[4] != 0x7C || buf[5] != (4 + b) << 4 || le(buf + 6, 8) != raw)
+			bad("LZ4 section: bad flags or frame header");
+		if (LZ4F_isError(LZ4F_createDecompressionContext(&dc, LZ4F_VERSION)))
+			bad("out of memory");
+		r = LZ4F_decompress(dc, out, &dn, buf, &sn, NULL);
+		if (LZ4F_isError(r) || r != 0 || dn != raw || sn != stored)
+			bad(LZ4F_isError(r) ? LZ4F_getErrorName(r) : "LZ4 frame size mismatch");
+		LZ4F_freeDecompressionContext(dc);
+	}
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned char h[48], *meta, *idx;
+	json_t *m, *tv;
+	json_error_t je;
+	struct tensor *T;
+	size_t nt, nsec = 0, cap = 16;
+	uint64_t (*sec)[6] = malloc(cap * sizeof(*sec)), S;
+	uint32_t mlen;
+
+	if (argc > 2 || (argc == 2 && argv[1][0] == '-' && argv[1][1])) {
+		fprintf(stderr, "usage: ckpt-reader-indep [file | -]\n");
+		return 2;
+	}
+	in = argc == 2 && strcmp(argv[1], "-") ? fopen(argv[1], "rb") : stdin;
+	if (!in || !sec) {
+		perror("ckpt-reader-indep");
+		return 2;
+	}
+	rd(h, 16);
+	if (memcmp(h, "\x89SCARCK\n", 8))
+		bad("bad magic");
+	if (crc32c(h, 12, 0) != le(h + 12, 4))
+		bad("header CRC");
+	if (le(h + 8, 2) != 1)
+		bad("unsupported major version");
+	rd(h, 8);
+	mlen = (uint32_t)le(h, 4);
+	if (mlen < 1 || mlen > (64u << 20))
+		bad("metadata length");
+	meta = malloc(mlen);
+	if (!meta)
+		bad("out of memory");
+	rd(meta, mlen);
+	if (crc32c(meta, mlen, 0) != le(h + 4, 4))
+		bad("metadata CRC");
+	m = json_loadb((const char *)meta, mlen, JSON_REJECT_DUPLICATES, &je);
+	tv = json_object_get(m, "tensors");
+	S = (uint64_t)json_integer_value(json_object_get(m, "shards"));
+	if (!m || !json_is_array(tv) || S < 1 || S > 65536 ||
+	    strcmp(str(m, "format"), "scar-ckpt") ||
+	    strcmp(str(m, "shard_rule"), "row mod shards"))
+		bad("metadata");
+	nt = json_array_size(tv);
+	T = calloc(nt + 1, sizeof(*T));
+	for (size_t i = 0; i < nt; i++) {
+		json_t *o = json_array_get(tv, i), *shape = json_object_get(o, "shape");
+		json_t *pr = json_object_get(o, "present");
+		struct tensor *t = &T[i];
+
+		t->name = json_string_value(json_object_get(o, "name"));
+		t->dtype = json_string_value(json_object_get(o, "dtype"));
+		if (!t->name || !t->dtype || !json_is_array(shape) || json_array_size(shape) > 8)
+			bad("tensor table");
+		t->esz = dtype_size(t->dtype);
+		t->rows = json_array_size(shape) ? (uint64_t)json_integer_value(json_array_get(shape, 0)) : 1;
+		t->rowelems = 1;
+		for (size_t d = 1; d < json_array_size(shape); d++)
+			t->rowelems *= (uint64_t)json_integer_value(json_array_get(shape, d));
+		t->rowb = t->rowelems * t->esz;
+		t->S = strcmp(str(o, "role"), "param") ? 1 : S;
+		if ((uint64_t)json_integer_value(json_object_get(o, "rows")) != t->rows ||
+		    (t->rows && t->rowb > (1ull << 40) / t->rows))
+			bad("tensor rows");
+		t->data = calloc(t->rows * t->rowb + 1, 1);
+		t->present = calloc(t->rows + 1, 1);
+		if (!t->data || !t->present)
+			bad("out of memory");
+		if (json_is_string(pr) && strcmp(json_string_value(pr), "all") == 0) {
+			memset(t->present, 1, t->rows);
+		} else {
+			for (size_t k = 0; k < json_array_size(pr); k++) {
+				uint64_t a = (uint64_t)json_integer_value(json_array_get(json_array_get(pr, k), 0));
+				uint64_t c = (uint64_t)json_integer_value(json_array_get(json_array_get(pr, k), 1));
+
+				if (c < 1 || a > t->rows || c > t->rows - a)
+					bad("present range");
+				memset(t->present + a, 1, c);
+			}
+		}
+	}
+	/* The sections the table implies, in order. */
+	for (size_t i = 0; i < nt; i++)
+		for (uint64_t s = 0; s < T[i].S; s++) {
+			struct tensor *t = &T[i];
+			uint64_t n = 0, off = pos;
+			unsigned char *buf, *p;
+
+			for (uint64_t r = s; r < t->rows; r += t->S)
+				n += t->present[r];
+			if (!n)
+				continue;
+			rd(h, 48);
+			if (memcmp(h, "SCSE", 4) || crc32c(h, 44, 0) != le(h + 44, 4) ||
+			    le(h + 4, 4) != i || le(h + 8, 4) != s || le(h + 16, 8) != n ||
+			    le(h + 24, 8) != n * t->rowb || le(h + 40, 4))
+				bad("section header");
+			p = buf = malloc(n * t->rowb + 1);
+			payload((uint32_t)le(h + 12, 4), n * t->rowb, le(h + 32, 8), buf);
+			for (uint64_t r = s; r < t->rows; r += t->S)
+				if (t->present[r]) {
+					memcpy(t->data + r * t->rowb, p, t->rowb);
+					p += t->rowb;
+				}
+			free(buf);
+			if (nsec == cap && !(sec = realloc(sec, (cap *= 2) * sizeof(*sec))))
+				bad("out of memory");
+			sec[nsec][0] = i;
+			sec[nsec][1] = s;
+			sec[nsec][2] = off;
+			sec[nsec][3] = n;
+			sec[nsec][4] = n * t->rowb;
+			sec[nsec][5] = le(h + 32, 8);
+			nsec++;
+		}
+	{
+		uint64_t ioff = pos;
+		size_t ilen = 8 + 40 * nsec + 4;
+
+		idx = malloc(ilen);
+		rd(idx, 8);
+		if (memcmp(idx, "SCIX", 4) || le(idx + 4, 4) != nsec)
+			bad("index header");
+		rd(idx + 8, ilen - 8);
+		if (crc32c(idx, ilen - 4, 0) != le(idx + ilen - 4, 4))
+			bad("index CRC");
+		for (size_t k = 0; k < nsec; k++)
+			for (int f = 0; f < 6; f++)
+				if (le(idx + 8 + 40 * k + (f < 2 ? 4 * f : 8 * f - 8), f < 2 ? 4 : 8) != sec[k][f])
+					bad("index entry");
+		rd(h, 32);
+		if (memcmp(h + 24, "SCAREND\n", 8) || crc32c(h, 20, 0) != le(h + 20, 4) ||
+		    le(h, 8) != ioff || le(h + 8, 8) != pos || le(h + 16, 4))
+			bad("trailer");
+		if (fgetc(in) != EOF)
+			bad("data after the trailer");
+	}
+	printf("# model %s iteration %" PRId64 " shards %" PRIu64 " kind %s\n",
+	       json_string_value(json_object_get(m, "model")),
+	       (int64_t)json_integer_value(json_object_get(m, "iteration")), S,
+	       json_string_value(json_object_get(m, "kind")));
+	for (size_t i = 0; i < nt; i++)
+		for (uint64_t r = 0; r < T[i].rows; r++) {
+			if (!T[i].present[r])
+				continue;
+			printf("%s %" PRIu64, T[i].name, r);
+			for (uint64_t e = 0; e < T[i].rowelems; e++)
+				print_elem(&T[i], T[i].data + r * T[i].rowb + e * T[i].esz);
+			putchar('\n');
+		}
+	return fflush(stdout) || ferror(stdout) ? 2 : 0;
+}
