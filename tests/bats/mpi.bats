@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# Distributed training on Open MPI (scar-mpi(7)): P = 1, 2, 4 ranks over
+# loopback give the single-process results (within 1e-6 relative; the
+# partial gradients are summed in rank order), checkpoints are rank files
+# plus a manifest written last, resume works with another P and after a
+# rank is killed, failures cost what they cost in one process.
+bats_require_minimum_version 1.5.0
+load helper
+
+# The scar-train under test (SCAR_MPI_TRAIN overrides, e.g. a patched build).
+TRAIN="${SCAR_MPI_TRAIN:-$SCAR_ROOT/scar-train}"
+
+mpi() {
+	local np=$1
+	shift
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+		mpirun --oversubscribe -np "$np" "$TRAIN" "$@"
+}
+
+setup_file() {
+	if ! command -v mpirun >/dev/null 2>&1; then
+		export SCAR_MPI_SKIP="mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+		return 0
+	fi
+	# The MPI variant says how many ranks it ran on in its header.
+	cd "$BATS_FILE_TMPDIR" || return 1
+	if ! mpi 2 --model ridge --iters 1 --no-timing -q > probe.jsonl 2> probe.err ||
+	   ! grep -q '"ranks":2' probe.jsonl; then
+		export SCAR_MPI_SKIP="scar-train is not the MPI variant (needs mpicc at build time and cmd/scar-train.c calling scar_dist_train_run)"
+	fi
+}
+
+setup() {
+	[ -z "${SCAR_MPI_SKIP:-}" ] || skip "$SCAR_MPI_SKIP"
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# A job left running by a failed test is ended (only the mpirun this file started).
+teardown() {
+	if [ -f "$BATS_TEST_TMPDIR/mpirun.pid" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/mpirun.pid")" 2>/dev/null || true
+	fi
+}
+
+# Largest relative difference between two event streams, record by record,
+# over every field but sizes, timings and the MPI-only ones; 1 when the
+# streams differ in length, types or any non-numeric field.
+maxdiff() {
+	jq -n --slurpfile a "$1" --slurpfile b "$2" '
+	  def skip: ["bytes","checkpoint_bytes","elapsed","seconds","checkpoint_seconds",
+	             "files","ranks","comm_bytes","cost_interp"];
+	  def rel(x; y):
+	    if (x|type) == "number" and (y|type) == "number" then
+	      ((x - y)|length) / ([(x|length), (y|length), 1e-300]|max)
+	    elif x == y then 0 else 1 end;
+	  if ($a|length) != ($b|length) then 1 else
+	    [range(0; $a|length) as $i | $a[$i] as $x | $b[$i] as $y
+	     | ($x|keys[]) as $k | select(skip|index([$k])|not) | rel($x[$k]; $y[$k])] | max
+	  end'
+}
+
+# Exit 0 when the two streams agree within 1e-6 relative.
+agree() {
+	local d
+	d=$(maxdiff "$1" "$2")
+	echo "max relative difference: $d"
+	awk -v d="$d" 'BEGIN { exit !(d <= 1e-6) }'
+}
+
+field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; }
+
+RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
+
+@test "mpi: P = 1, 2, 4 give the single-process run within 1e-6 relative" {
+	scar-train $RIDGE --iters 40 --set n=999 --set d=23 > one.jsonl
+	for p in 1 2 4; do
+		mpi $p $RIDGE --iters 40 --set n=999 --set d=23 > p$p.jsonl
+		run -0 agree one.jsonl p$p.jsonl
+	done
+	# P = 1 is the plain trainer: identical bytes.
+	cmp one.jsonl p1.jsonl
+	grep -q '"ranks":4' p4.jsonl
+}
+
+@test "mpi: a fixed P is deterministic to the bit" {
+	mpi 3 $RIDGE --iters 25 --set init_scale=1 > a.jsonl
+	mpi 3 $RIDGE --iters 25 --set init_scale=1 > b.jsonl
+	cmp a.jsonl b.jsonl
+}
+
+@test "mpi: the comparison can fail (a different seed is noticed)" {
+	scar-train $RIDGE --iters 10 > one.jsonl
+	mpi 2 $RIDGE --iters 10 --seed 2 > two.jsonl
+	run -1 agree one.jsonl two.jsonl
+}
+
+@test "mpi: more ranks than shards, shards not divisible by ranks" {
+	mkdir ck
+	scar-train --model ridge --shards 3 --no-timing -q --iters 20 --policy priority --fail-at 7 > one.jsonl
+	mpi 4 --model ridge --shards 3 --no-timing -q --iters 20 --policy priority --fail-at 7 \
+		--checkpoint-dir ck --no-sync > four.jsonl
+	run -0 agree one.jsonl four.jsonl
+	# Rank 3 owns no shard: its file is a valid checkpoint of no rows.
+	run -0 scar-ckpt verify ck/ckpt-0000000000.rank-3.ckpt
+}
+
+@test "mpi: a partial failure costs what it costs in one process" {
+	opts="$RIDGE --iters 40 --policy priority --fraction 0.25 --interval 8 --fail-at 13 --lose-shards 1 --cost"
+	scar-train $opts > one.jsonl
+	mpi 2 $opts > two.jsonl
+	run -0 agree one.jsonl two.jsonl
+	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < two.jsonl)" ]
+	[ "$(field failure ranks < two.jsonl)" = "[1]" ]
+	[ "$(field recovery rows_restored < two.jsonl)" = "13" ]
+}
+
+@test "mpi: full recovery rolls every rank back, cost T - C" {
+	opts="$RIDGE --iters 30 --policy full --interval 5 --fail-at 13 --recovery full --cost"
+	scar-train $opts > one.jsonl
+	mpi 4 $opts > four.jsonl
+	run -0 agree one.jsonl four.jsonl
+	[ "$(field recovery resume_state_iter < four.jsonl)" = "10" ]
+	[ "$(field cost cost < four.jsonl)" = "3" ]
+}
+
+@test "mpi: every rank writes its file, the manifest comes last and lists them" {
+	mkdir ck
+	mpi 2 $RIDGE --iters 10 --policy round-robin --fraction 0.5 --interval 4 --checkpoint-dir ck > two.jsonl
+	[ -f ck/ckpt-0000000000.manifest ]
+	[ -f ck/ckpt-0000000000.rank-0.ckpt ]
+	[ -f ck/ckpt-0000000000.rank-1.ckpt ]
+	[ -f ck/ckpt-0000000010.manifest ]
+	run -0 jq -r '.format, .kind, .ranks, (.files|length), .files[1].name' ck/ckpt-0000000000.manifest
+	[ "${lines[0]}" = "scar-dist-manifest" ]
+	[ "${lines[1]}" = "full" ]
+	[ "${lines[2]}" = "2" ] && [ "${lines[3]}" = "2" ]
+	[ "${lines[4]}" = "ckpt-0000000000.rank-1.ckpt" ]
+	[ "$(jq -r .kind ck/ckpt-0000000002.manifest)" = "partial" ]
+	# Each rank file is a valid checkpoint of its own rows.
+	for f in ck/*.rank-*.ckpt; do
+		run -0 scar-ckpt verify "$f"
+	done
+	# Sizes match the manifest.
+	[ "$(jq '.files[0].size' ck/ckpt-0000000000.manifest)" = "$(stat -c %s ck/ckpt-0000000000.rank-0.ckpt)" ]
+}
+
+@test "mpi: resume with a different P continues the same run" {
+	mkdir ck
+	opts="--policy full --interval 5 --checkpoint-dir ck"
+	mpi 2 $RIDGE --iters 17 $opts > first.jsonl
+	mpi 4 --resume ck --iters 40 --no-timing -q --no-sync $opts > resumed.jsonl
+	[ "$(field header resume_iter < resumed.jsonl)" = "15" ]
+	scar-train $RIDGE --iters 40 > whole.jsonl
+	a=$(field summary final_objective < whole.jsonl)
+	b=$(field summary final_objective < resumed.jsonl)
+	awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6 * a) }'
+	# One process (no mpirun) resumes a distributed checkpoint as well.
+	mkdir ck2
+	"$TRAIN" --resume ck/ckpt-0000000015.manifest --iters 40 --no-timing -q --no-sync \
+		--policy full --interval 5 --checkpoint-dir ck2 > single.jsonl
+	run -0 agree resumed.jsonl single.jsonl
+}
+
+@test "mpi: a checkpoint without its manifest is not used" {
+	mkdir ck
+	mpi 2 $RIDGE --iters 12 --policy full --interval 5 --checkpoint-dir ck > first.jsonl
+	rm ck/ckpt-0000000010.manifest
+	mpi 2 --resume ck --iters 20 --no-timing -q > resumed.jsonl
+	[ "$(field header resume_iter < resumed.jsonl)" = "5" ]
+	# A damaged rank file makes its manifest's checkpoint incomplete too.
+	printf 'x' | dd of=ck/ckpt-0000000005.rank-1.ckpt bs=1 seek=50 conv=notrunc 2>/dev/null
+	mpi 2 --resume ck --iters 20 --no-timing -q > again.jsonl
+	[ "$(field header resume_iter < again.jsonl)" = "0" ]
+}
+
+@test "mpi: a killed rank stops the job; resume restarts from the newest manifest" {
+	mkdir ck
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 "$TRAIN" \
+		$RIDGE --iters 100000000 --set n=4000 --policy full --interval 20 --checkpoint-dir ck \
+		> run.jsonl 2> run.err 3>&- &
+	mpid=$!
+	echo "$mpid" > "$BATS_TEST_TMPDIR/mpirun.pid"
+	# Wait (up to a minute) for a complete checkpoint past the first.
+	for _ in $(seq 600); do
+		[ -f ck/ckpt-0000000020.manifest ] && break
+		sleep 0.1
+	done
+	[ -f ck/ckpt-0000000020.manifest ]
+	victim=
+	for p in $(pgrep -P "$mpid"); do
+		if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+			victim=$p
+		fi
+	done
+	[ -n "$victim" ]
+	kill -9 "$victim"
+	st=0
+	wait "$mpid" || st=$?
+	[ "$st" -ne 0 ]
+	newest=$(ls ck/*.manifest | sort | tail -1)
+	it=$(jq .clock "$newest")
+	mpi 4 --resume ck --iters $((it + 5)) --no-timing -q > resumed.jsonl
+	[ "$(field header resume_iter < resumed.jsonl)" = "$it" ]
+	[ "$(field summary iters < resumed.jsonl)" = "$((it + 5))" ]
+}
+
+@test "mpi: workloads that do not run distributed say so, exit 2" {
+	run -2 mpi 2 --model lda --iters 2 -q
+	[[ "$output" == *"model 'lda' does not run distributed yet"* ]]
+}
