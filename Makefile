@@ -75,11 +75,16 @@ tools/%: tools/%.c lib/libscar.a $(HEADERS)
 tests/fault-shim.so: tests/fault-shim.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
-scar.pc: Makefile
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+# scar.pc for the paths of this invocation; `make install` writes it afresh,
+# so installing with another PREFIX than the build's gets the right one.
+# The library is static only, so its own link needs (-lm) are in Libs.
+SCAR_PC = printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	  'Name: scar' 'Description: fault tolerance for iterative-convergent machine learning' \
 	  'Version: $(VERSION)' 'Requires: jansson liblz4 zlib' \
-	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar' 'Libs.private: -lm' > $@
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar -lm'
+
+scar.pc: Makefile
+	$(SCAR_PC) > $@
 
 # `make check` installs what it needs first, so a fresh machine needs only this.
 check: deps
@@ -111,6 +116,13 @@ bench: all
 fuzz:
 	@sh tests/fuzz/run.sh
 
+# Directories install may have to create below the conventional bin/, lib/,
+# include/ and share/man/ of PREFIX: uninstall removes them again when they
+# are empty (children first), and never the conventional ones.
+SCAR_RMDIRS = $(INCLUDEDIR)/scar $(PKGCONFIGDIR) $(MANDIR)/man1 $(MANDIR)/man5 \
+	$(MANDIR)/man7 $(BASHCOMPDIR) $(DATADIR)/bash-completion $(ZSHCOMPDIR) \
+	$(DATADIR)/zsh $(FISHCOMPDIR) $(DATADIR)/fish
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/scar \
 	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
@@ -118,21 +130,22 @@ install: all
 	install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)
 	install -m 644 lib/libscar.a $(DESTDIR)$(LIBDIR)
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/scar
-	install -m 644 scar.pc $(DESTDIR)$(PKGCONFIGDIR)
-	for m in $(MAN_SRC); do s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s; done
-	for f in completions/bash/*; do [ -f "$$f" ] && install -m 644 $$f $(DESTDIR)$(BASHCOMPDIR); done; true
-	for f in completions/zsh/*; do [ -f "$$f" ] && install -m 644 $$f $(DESTDIR)$(ZSHCOMPDIR); done; true
-	for f in completions/fish/*; do [ -f "$$f" ] && install -m 644 $$f $(DESTDIR)$(FISHCOMPDIR); done; true
+	$(SCAR_PC) > $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
+	for m in $(MAN_SRC); do s=$${m##*.}; install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s || exit 1; done
+	for f in completions/bash/*; do [ ! -f "$$f" ] || install -m 644 $$f $(DESTDIR)$(BASHCOMPDIR) || exit 1; done
+	for f in completions/zsh/*; do [ ! -f "$$f" ] || install -m 644 $$f $(DESTDIR)$(ZSHCOMPDIR) || exit 1; done
+	for f in completions/fish/*; do [ ! -f "$$f" ] || install -m 644 $$f $(DESTDIR)$(FISHCOMPDIR) || exit 1; done
 
 uninstall:
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	rm -f $(DESTDIR)$(LIBDIR)/libscar.a $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/scar/$${h##*/}; done
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/scar
 	for m in $(MAN_SRC); do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m##*/}; done
 	for f in completions/bash/*; do rm -f $(DESTDIR)$(BASHCOMPDIR)/$${f##*/}; done
 	for f in completions/zsh/*; do rm -f $(DESTDIR)$(ZSHCOMPDIR)/$${f##*/}; done
 	for f in completions/fish/*; do rm -f $(DESTDIR)$(FISHCOMPDIR)/$${f##*/}; done
+	for d in $(SCAR_RMDIRS); do [ ! -d $(DESTDIR)$$d ] || rmdir $(DESTDIR)$$d 2>/dev/null || true; done
 
 clean:
 	rm -f lib/*.o cmd/common/*.o lib/libscar.a scar.pc $(PROGS) $(UNIT_BIN) $(EX_BIN) $(TOOL_BIN) tests/fault-shim.so
