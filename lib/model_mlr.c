@@ -27,7 +27,9 @@
  *                 absent = synthetic Gaussian classes
  *   train_images, train_labels, test_images, test_labels
  *                 string, absent: IDX files named one by one (instead of data)
- *   test_data     string, absent: the LIBSVM test file when data is LIBSVM
+ *   test_data     string, absent: the LIBSVM test file when data is LIBSVM (its
+ *                 labels are mapped to classes on their own, so it must hold
+ *                 the same set of labels as the training file)
  *   test_frac     real, 0.1: without a test file (LIBSVM without test_data,
  *                 IDX without test_images), the fraction of the examples
  *                 held out as the test set, drawn by data_seed
@@ -128,7 +130,7 @@ static void mlr_free(struct scar_model *m)
 	free(m);
 }
 
-/* dir/name or dir/name.gz, whichever exists (the .gz first); NULL when neither. */
+/* dir/name.gz when it is readable, else dir/name (whose absence the reader reports); NULL: no memory. */
 static char *idx_path(const char *dir, const char *name)
 {
 	size_t n = strlen(dir) + strlen(name) + 8;

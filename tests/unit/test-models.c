@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "scar/data.h"
 #include "scar/model.h"
@@ -412,6 +413,122 @@ static void test_lda(void)
 	check_resume("lda", "{\"docs\": 60, \"words\": 40, \"topics\": 16, \"doc_len\": 7}", 2, 4);
 }
 
+/* The real-data paths of each model, on tiny files written here. */
+static void test_data_paths(void)
+{
+	char dir[] = "/tmp/test-models-XXXXXX", path[256], cfg[512];
+	struct run r;
+	FILE *f;
+	double v;
+
+	if (!mkdtemp(dir)) {
+		CHECK(0);
+		return;
+	}
+	/* ridge: y = 2 x1 - x2 exactly; with a tiny lambda w ends near (2, -1). */
+	snprintf(path, sizeof(path), "%s/reg.svm", dir);
+	f = fopen(path, "w");
+	for (int i = 0; f && i < 40; i++) {
+		double a = (i % 7) - 3, b = (i % 5) - 2;
+
+		fprintf(f, "%g 1:%g 2:%g\n", 2 * a - b, a, b);
+	}
+	if (f)
+		fclose(f);
+	snprintf(cfg, sizeof(cfg), "{\"data\": \"%s\", \"lambda\": 1e-9}", path);
+	if (run_open(&r, "ridge", cfg) == 0) {
+		const double *w;
+
+		CHECK(run_steps(&r, 500) == 0);
+		w = scar_state_find(r.st, "w")->data;
+		CHECK_NEAR(w[0], 2, 1e-6);
+		CHECK_NEAR(w[1], -1, 1e-6);
+	} else {
+		CHECK(0);
+	}
+	run_close(&r);
+	/* mlr: two separable classes labelled -1 / +1, held out by test_frac. */
+	snprintf(path, sizeof(path), "%s/cls.svm", dir);
+	f = fopen(path, "w");
+	for (int i = 0; f && i < 200; i++)
+		fprintf(f, "%s 1:%g 3:%g\n", i % 2 ? "+1" : "-1", (i % 2 ? 1.0 : -1.0) + 0.01 * (i % 13),
+			0.1 * (i % 3));
+	if (f)
+		fclose(f);
+	snprintf(cfg, sizeof(cfg), "{\"data\": \"%s\", \"test_frac\": 0.2}", path);
+	if (run_open(&r, "mlr", cfg) == 0) {
+		CHECK(scar_tensor_rows(scar_state_find(r.st, "weights")) == 4);	/* d = 3, + bias */
+		CHECK(run_steps(&r, 5) == 0);
+		v = run_heldout(&r);
+		CHECK(v == 1.0);
+	} else {
+		CHECK(0);
+	}
+	run_close(&r);
+	/* mf: an ml-100k style u.data file. */
+	snprintf(path, sizeof(path), "%s/u.data", dir);
+	f = fopen(path, "w");
+	for (int u = 1; f && u <= 30; u++)
+		for (int i = 1; i <= 20; i++)
+			if ((u * 7 + i * 3) % 4)
+				fprintf(f, "%d\t%d\t%d\t8800000%02d\n", u, i, 1 + (u + i) % 5, i);
+	if (f)
+		fclose(f);
+	snprintf(cfg, sizeof(cfg), "{\"data\": \"%s\", \"rank\": 2}", dir);	/* a directory */
+	if (run_open(&r, "mf", cfg) == 0) {
+		double h0 = run_heldout(&r);
+
+		CHECK(run_steps(&r, 5) == 0);
+		v = run_heldout(&r);
+		CHECK(isfinite(v) && v < h0);
+	} else {
+		CHECK(0);
+	}
+	run_close(&r);
+	/* lda: a UCI bag-of-words file of 20 documents. */
+	snprintf(path, sizeof(path), "%s/docword.t.txt", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "20\n12\n%d\n", 20 * 4);
+		for (int d = 1; d <= 20; d++)
+			for (int w = 0; w < 4; w++)
+				fprintf(f, "%d %d %d\n", d, 1 + (d % 3) * 4 + w, 1 + w);
+		fclose(f);
+	}
+	snprintf(cfg, sizeof(cfg), "{\"data\": \"%s\", \"topics\": 3, \"heldout_frac\": 0.3}", path);
+	if (run_open(&r, "lda", cfg) == 0) {
+		double f0 = run_obj(&r);
+
+		CHECK(run_steps(&r, 30) == 0);
+		CHECK(run_obj(&r) > f0);
+		CHECK(isfinite(run_heldout(&r)));
+	} else {
+		CHECK(0);
+	}
+	run_close(&r);
+	/* A missing file is an error naming it, not a crash. */
+	snprintf(cfg, sizeof(cfg), "{\"data\": \"%s/none.txt\"}", dir);
+	{
+		const char *models[] = { "ridge", "mlr", "mf", "lda" };
+
+		for (int i = 0; i < 4; i++) {
+			const struct scar_model_def *def = scar_model_find(models[i]);
+			struct scar_model *m = NULL;
+			struct scar_error err;
+			json_error_t jerr;
+			json_t *c = json_loads(cfg, 0, &jerr);
+
+			scar_error_clear(&err);
+			CHECK(def->configure(c, &err) == 0);
+			CHECK(def->create(&m, c, &err) < 0 && m == NULL);
+			CHECK(strstr(err.msg, "none.txt") || strstr(err.file, "none.txt"));
+			json_decref(c);
+		}
+	}
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	CHECK(system(path) == 0);
+}
+
 static void test_registry(void)
 {
 	const struct scar_model_def *const *m = scar_models();
@@ -450,5 +567,6 @@ int main(void)
 	test_mlr();
 	test_mf();
 	test_lda();
+	test_data_paths();
 	return unit_done("test-models");
 }
