@@ -603,7 +603,11 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		struct stat sb;
 		off_t pos;
 
-		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
+		/* pwrite(2) on an O_APPEND descriptor appends: treat it as a pipe. */
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl >= 0 && !(fl & O_APPEND) && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
 			w.seekable = 1;
 			w.base = (uint64_t)pos;
 		}

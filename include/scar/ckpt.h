@@ -36,9 +36,10 @@ extern "C" {
 
 struct scar_ckpt_save_opts {
 	int compress;		/* 1 = LZ4 frames (default), 0 = raw + CRC-32C */
-	int level;		/* LZ4 level: 0/1 fast (default), 2..12 LZ4HC */
+	int level;		/* LZ4 level as in lz4(1): 0..2 fast (default 0), 3..12 LZ4HC */
 	int sync;		/* fsync file and directory (default 1) */
-	size_t block_size;	/* LZ4 block size: 64K, 256K, 1M or 4M (default 4M) */
+	size_t block_size;	/* LZ4 block size: 64K, 256K, 1M or 4M (default 4M); other
+				   values round up to the next of these, at most 4M */
 };
 /* The defaults above. */
 void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o);
@@ -53,14 +54,22 @@ void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o);
 int scar_ckpt_save(const struct scar_state *st, const char *path,
 		   const struct scar_ckpt_save_opts *opts, struct scar_error *err);
 
-/* Write st to an open descriptor front to back (no seeking). name is for messages. */
+/*
+ * Write st to an open descriptor front to back. name is for messages. On a
+ * regular file (not opened O_APPEND) each LZ4 section is written block by
+ * block and its header patched with pwrite(2) afterwards; on a pipe each
+ * section is compressed into memory first, since its header, which carries
+ * the stored length, must go out before it.
+ */
 int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		       const struct scar_ckpt_save_opts *opts, struct scar_error *err);
 
 /*
  * Read a whole checkpoint into a new state, verifying every checksum. For
- * partial checkpoints the absent rows are zero and tensors carry a present
- * map. "-" reads stdin.
+ * partial checkpoints the absent rows are zero and the tensors that lack rows
+ * carry a present map (tensors with every row present have none). "-" reads
+ * stdin. Damage is reported as for scar_ckpt_verify; err->file names the
+ * file and err->offset the byte where the problem was found.
  */
 int scar_ckpt_load(const char *path, struct scar_state **out, struct scar_error *err);
 int scar_ckpt_load_fd(int fd, const char *name, struct scar_state **out,
@@ -149,9 +158,13 @@ void scar_ckpt_reader_close(struct scar_ckpt_reader *r);
 
 /*
  * Verify a checkpoint completely (structure, every checksum, index against
- * sections). Returns 0 when intact, SCAR_ECORRUPT/SCAR_ETRUNC/SCAR_EFORMAT/
- * SCAR_EVERSION when damaged, with err naming the section; SCAR_EIO when it
- * cannot be read.
+ * sections), holding at most one LZ4 block in memory. Returns 0 when intact;
+ * when damaged SCAR_ETRUNC (ends early), SCAR_EFORMAT (not a checkpoint),
+ * SCAR_EVERSION (newer major version), SCAR_ECORRUPT (a check failed) or
+ * SCAR_EUNSUPPORTED (unknown flags, dtype or shard rule), with err naming
+ * the file, the offset and the section, numbered from 0 in file order:
+ * "section 3 (tensor 'w', shard 1): content checksum mismatch"; SCAR_EIO when
+ * it cannot be read.
  */
 int scar_ckpt_verify(const char *path, struct scar_error *err);
 

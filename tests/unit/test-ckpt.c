@@ -472,6 +472,28 @@ static void test_atomic(void)
 	scar_state_free(st);
 }
 
+/* Descriptors that are not at offset 0, or append-only, still give a valid checkpoint. */
+static void test_fd_modes(void)
+{
+	struct scar_state *st = small("mlr", 9, 50), *ld = NULL;
+	struct scar_error e;
+	int fd;
+
+	fd = open(tmp("app.ckpt"), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	CHECK_E(scar_ckpt_write_fd(st, fd, "app", NULL, &e), e);
+	close(fd);
+	CHECK_E(scar_ckpt_verify(tmp("app.ckpt"), &e), e);
+	fd = open(tmp("off.ckpt"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK(write(fd, "JUNKJUNK", 8) == 8);
+	CHECK_E(scar_ckpt_write_fd(st, fd, "off", NULL, &e), e);
+	CHECK(lseek(fd, 8, SEEK_SET) == 8);
+	CHECK_E(scar_ckpt_load_fd(fd, "off", &ld, &e), e);
+	CHECK(ld && same_state(st, ld));
+	close(fd);
+	scar_state_free(ld);
+	scar_state_free(st);
+}
+
 int main(void)
 {
 	char cmd[400];
@@ -488,6 +510,7 @@ int main(void)
 	test_apply();
 	test_list();
 	test_atomic();
+	test_fd_modes();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
