@@ -261,13 +261,23 @@ static void test_files(void)
 	CHECK_RC(scar_state_add(b, big2, NULL));
 	CHECK_RC(scar_state_add(a, mk("w", SCAR_F32, SCAR_ROLE_PARAM, 100000, 3, 0), NULL));
 	CHECK_RC(scar_state_add(b, mk("w", SCAR_F32, SCAR_ROLE_PARAM, 100000, 3, 0.5), NULL));
+	{
+		struct scar_tensor *z = NULL;
+		uint64_t zs[2] = { 4, 0 };
+
+		CHECK_RC(scar_tensor_new(&z, "z", SCAR_F32, SCAR_ROLE_PARAM, 2, zs, NULL));
+		CHECK_RC(scar_state_add(a, z, NULL));
+		CHECK_RC(scar_tensor_new(&z, "z", SCAR_F32, SCAR_ROLE_PARAM, 2, zs, NULL));
+		CHECK_RC(scar_state_add(b, z, NULL));
+	}
 	CHECK_RC(scar_safetensors_write(tmp("a.safetensors"), a, 0, NULL, NULL));
 	CHECK_RC(scar_safetensors_write(tmp("b.safetensors"), b, 0, NULL, NULL));
 	CHECK_RC(scar_npy_write(tmp("w.npy"), b->tensors[1], 0, NULL));
 	CHECK_RC(scar_diff_states(a, b, NULL, &r1, NULL));
 	CHECK_RC(scar_diff_files(tmp("a.safetensors"), tmp("b.safetensors"), NULL, &r2, NULL));
 	if (r1 && r2) {
-		CHECK(r2->ntensors == 2 && r2->nshards == 1);
+		CHECK(r2->ntensors == 3 && r2->nshards == 1);
+		CHECK(r2->tensors[2].rows_compared == 4 && r2->tensors[2].n.elements == 0);
 		CHECK(strcmp(r2->a.kind, "safetensors") == 0 && !r2->a.has_iteration);
 		CHECK_NEAR(r2->total.l2, r1->total.l2, 1e-12 * r1->total.l2);
 		CHECK_NEAR(r2->tensors[0].n.l1, r1->tensors[0].n.l1, 1e-12 * r1->tensors[0].n.l1);
@@ -276,7 +286,7 @@ static void test_files(void)
 	}
 	CHECK_RC(scar_diff_files(tmp("a.safetensors"), tmp("w.npy"), NULL, &r3, NULL));
 	if (r3) {
-		CHECK(r3->ntensors == 1 && r3->nonly_a == 1 && strcmp(r3->only_a[0], "emb") == 0);
+		CHECK(r3->ntensors == 1 && r3->nonly_a == 2 && strcmp(r3->only_a[0], "emb") == 0);
 		CHECK(strcmp(r3->b.kind, "npy") == 0);
 		CHECK_NEAR(r3->total.l2, 0.5 * sqrt(300000.0), 1e-9);
 	}
