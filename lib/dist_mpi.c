@@ -283,24 +283,34 @@ static struct scar_tensor *ridge_w(const struct dt *t)
 /*
  * One pass over the local examples at the current w: the squared residuals
  * and the partial gradient X_b^T (X_b w - y_b), summed over examples in
- * order, as the single-process model does over all of them.
+ * order. The dot product keeps four partial sums (the latency of one
+ * chain of additions would bound the pass); P > 1 is not bit-identical to
+ * the single-process model anyway, only within 1e-6 (scar-mpi(7)).
  */
 static void ridge_pass(struct dt *t)
 {
 	const double *w = ridge_w(t)->data;
-	uint64_t d = t->d;
+	uint64_t d = t->d, d4 = d & ~(uint64_t)3;
 	double *g = t->g, sse = 0;
 
 	memset(g, 0, d * sizeof(*g));
 	for (uint64_t i = 0; i < t->hi - t->lo; i++) {
 		const float *x = t->x + i * d;
-		double s = 0, r;
+		double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s, r;
+		uint64_t j;
 
-		for (uint64_t j = 0; j < d; j++)
+		for (j = 0; j < d4; j += 4) {
+			s0 += x[j] * w[j];
+			s1 += x[j + 1] * w[j + 1];
+			s2 += x[j + 2] * w[j + 2];
+			s3 += x[j + 3] * w[j + 3];
+		}
+		s = (s0 + s1) + (s2 + s3);
+		for (; j < d; j++)
 			s += x[j] * w[j];
 		r = s - t->y[i];
 		sse += r * r;
-		for (uint64_t j = 0; j < d; j++)
+		for (j = 0; j < d; j++)
 			g[j] += x[j] * r;
 	}
 	t->sse = sse;
