@@ -6,7 +6,8 @@
 # write = `scar-ckpt import` of the raw matrix (read raw, compress, write,
 # fsync on or off) beside `lz4 -1 raw out.lz4`; read = `scar-ckpt verify`
 # (decode and check every section) beside `lz4 -d -c out.lz4 > /dev/null`;
-# `cat raw > /dev/null` is the floor. All from the page cache. Peak RSS of
+# `cat raw > /dev/null` is the floor. scar sections carry LZ4 block and
+# content checksums, so `lz4 -1 -BX` (block checksums on) is the like-for-like peer. All from the page cache. Peak RSS of
 # verify and info is held against 2 x the largest section + 16 MiB.
 set -eu
 cd "$(dirname "$0")/.."
@@ -39,6 +40,7 @@ median_of() {
 	: > "$out/wall"
 	: > "$out/cpu"
 	while [ "$i" -lt "$runs" ]; do
+		sync	# no writeback of the previous run's output during this one
 		s=$(now)
 		/usr/bin/time -f '%U %S' -o "$out/t1" "$@"
 		e=$(now)
@@ -54,6 +56,9 @@ median_of() {
 t_cat=$(median_of sh -c "cat '$raw' > /dev/null")
 t_lz4c=$(median_of lz4 -1 -q -f "$raw" "$lz")
 t_lz4d=$(median_of sh -c "lz4 -d -q -c '$lz' > /dev/null")
+# The same checksums as a scar section: -BX adds block checksums to the content one.
+t_lz4cx=$(median_of lz4 -1 -BX -q -f "$raw" "$lz.x")
+t_lz4dx=$(median_of sh -c "lz4 -d -q -c '$lz.x' > /dev/null")
 t_wnosync=$(median_of scar-ckpt import --no-sync --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
 t_wsync=$(median_of scar-ckpt import --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
 t_read=$(median_of scar-ckpt verify -q "$ck")
@@ -86,15 +91,20 @@ printf 'scar checkpoint vs lz4 %s: %d MiB of gaussian f32 in 8 shards, median of
 printf '%-32s %8s %7s %6s  %6s %6s  %s\n' operation wall_s MiB/s cpu_s wall_x cpu_x "speed relative to"
 row "cat raw > /dev/null" $t_cat
 row "lz4 -1 raw -> file" $t_lz4c
+row "lz4 -1 -BX (block checksums too)" $t_lz4cx
 row "scar write, fsync off (import)" $t_wnosync $t_lz4c "lz4 -1"
+row "" $t_wnosync $t_lz4cx "lz4 -1 -BX"
 row "scar write, fsync on (import)" $t_wsync $t_lz4c "lz4 -1"
+row "" $t_wsync $t_lz4cx "lz4 -1 -BX"
 row "lz4 -d -> /dev/null" $t_lz4d
+row "lz4 -d of the -BX file" $t_lz4dx
 row "scar read (verify)" $t_read $t_lz4d "lz4 -d"
-row "scar info (reads all sections)" $t_info $t_lz4d "lz4 -d"
+row "" $t_read $t_lz4dx "lz4 -d, -BX file"
+row "scar info (verify + index)" $t_info $t_lz4d "lz4 -d"
 printf 'sizes: raw %d, lz4 %d (ratio %s), checkpoint %d (ratio %s)\n' "$raw_b" "$lz_b" \
 	"$(x "$raw_b" "$lz_b")" "$ck_b" "$(x "$raw_b" "$ck_b")"
 printf 'peak RSS KiB: verify %d, info %d, info from a pipe %d; bound 2 x largest section + 16 MiB = %d: %s\n' \
 	"$rss_verify" "$rss_info" "$rss_pipe" "$bound" \
 	"$([ "$rss_verify" -le "$bound" ] && [ "$rss_info" -le "$bound" ] && [ "$rss_pipe" -le "$bound" ] &&
 		echo within || echo EXCEEDED)"
-rm -f "$raw" "$ck" "$lz" "$out/wall" "$out/cpu" "$out/t1"
+rm -f "$raw" "$ck" "$lz" "$lz.x" "$out/wall" "$out/cpu" "$out/t1"
