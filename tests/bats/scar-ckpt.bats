@@ -508,3 +508,17 @@ PY
 	[[ $output == *"does not match --shape"* ]]
 	[ ! -e f.ckpt ] && [ ! -e s.ckpt ] && [ ! -e c.ckpt ] && [ ! -e v.ckpt ]
 }
+
+@test "the completions parse, and bash completes commands and option values" {
+	bash -n "$SCAR_ROOT/completions/bash/scar-ckpt"
+	if command -v zsh >/dev/null; then zsh -n "$SCAR_ROOT/completions/zsh/_scar-ckpt"; fi
+	if command -v fish >/dev/null; then fish --no-execute "$SCAR_ROOT/completions/fish/scar-ckpt.fish"; fi
+	run -0 bash -c '
+		source "$SCAR_ROOT/completions/bash/scar-ckpt"
+		COMP_WORDS=(scar-ckpt con); COMP_CWORD=1; _scar_ckpt; echo "${COMPREPLY[*]}"
+		COMP_WORDS=(scar-ckpt export --format ""); COMP_CWORD=3; _scar_ckpt; echo "${COMPREPLY[*]}"
+		COMP_WORDS=(scar-ckpt verify -); COMP_CWORD=2; _scar_ckpt; echo "${COMPREPLY[*]}"'
+	[ "${lines[0]}" = convert ]
+	[ "${lines[1]}" = "raw npy json" ]
+	[ "${lines[2]}" = "--help -q --quiet" ]
+}
