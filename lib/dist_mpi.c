@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -100,7 +101,19 @@ struct dt {
 	double *g;			/* d: partial gradient of the local block at w */
 	double sse;			/* local sum of squared residuals at w */
 	int valid;			/* g and sse belong to the current w */
-	double *prevw;			/* d: w before the step */
+	void *prev;			/* the param tensor before the step */
+
+	/* mlr: the whole training set on every rank, and the math */
+	int mlr;
+	float *mx;			/* mn x md */
+	uint32_t *my;
+	uint64_t mn, md, mbatch;
+	uint32_t mk;
+	double lr0, lr_decay, l2;
+	float *sd;			/* mbatch x mk: scaled softmax deltas of the minibatch */
+	int *bcnt, *bdispl;		/* per rank: its share of a minibatch or of batches */
+	double *bloss;			/* per evaluation batch: summed cross-entropy */
+	float *wt;			/* mk x md class-major copy of the weights, then biases */
 
 	/* the w rows each rank owns (every rank knows every rank's list) */
 	int *cnt, *displ;		/* per rank: owned rows, offsets (elements) */
@@ -471,14 +484,13 @@ static int ridge_setup(struct dt *t, const json_t *config)
 	t->x = malloc((t->hi - t->lo) * t->d * sizeof(*t->x) + 1);
 	t->y = malloc((t->hi - t->lo) * sizeof(*t->y) + 1);
 	t->g = calloc(t->d, sizeof(*t->g));
-	t->prevw = calloc(t->d, sizeof(*t->prevw));
 	t->cnt = calloc(2 * (size_t)t->P, sizeof(*t->cnt));
 	t->displ = calloc(2 * (size_t)t->P, sizeof(*t->displ));
 	t->order = malloc(t->d * sizeof(*t->order));
 	pos = calloc(t->P, sizeof(*pos));
 	t->sbuf = malloc((t->d + t->P) * sizeof(*t->sbuf));
 	t->rbuf = malloc(((size_t)t->P * t->d + t->P) * sizeof(*t->rbuf));
-	if (!t->x || !t->y || !t->g || !t->prevw || !t->cnt || !t->displ || !t->order || !pos ||
+	if (!t->x || !t->y || !t->g || !t->cnt || !t->displ || !t->order || !pos ||
 	    !t->sbuf || !t->rbuf) {
 		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		goto out;
@@ -508,6 +520,371 @@ out:
 	return rc;
 }
 
+/* ---- mlr: the distributed math ---- */
+
+/*
+ * Minibatch SGD as lib/model_mlr.c does it, with every floating-point
+ * operation of the single-process model done in the same order, so the
+ * distributed run is bit-identical to it:
+ *   - forward (data parallel): rank R computes the softmax deltas of its
+ *     contiguous share of the minibatch (scar_dist_part_lo over the
+ *     minibatch), logits as the model's kernels do (8 lanes in order, the
+ *     lanes pairwise, the tail, the bias);
+ *   - the scaled deltas of the whole minibatch are gathered to every rank
+ *     (sufficient factors: batch x classes floats, not a gradient);
+ *   - each owner applies the update to its weight rows, the examples in
+ *     minibatch order, from the data it holds;
+ *   - the updated rows are gathered to every worker for the next forward.
+ * The objective is the rank-order sum of per-batch cross-entropies over
+ * the training set in the model's evaluation batches.
+ */
+
+static struct scar_tensor *mlr_w(const struct dt *t)
+{
+	return scar_state_find(t->st, "weights");
+}
+
+/* Class-major working copy (as the model's wt), biases after mk * md. */
+static void mlr_to_work(struct dt *t)
+{
+	const float *w = mlr_w(t)->data;
+
+	for (uint64_t j = 0; j < t->md; j++)
+		for (uint32_t c = 0; c < t->mk; c++)
+			t->wt[c * t->md + j] = w[j * t->mk + c];
+	memcpy(t->wt + (size_t)t->mk * t->md, w + t->md * t->mk, t->mk * sizeof(float));
+}
+
+static float mlr_logit(const struct dt *t, const float *x, uint32_t c)
+{
+	const float *w = t->wt + (size_t)c * t->md;
+	uint64_t d = t->md, d8 = d & ~(uint64_t)7, j;
+	float a[8] = { 0 }, s;
+
+	for (j = 0; j < d8; j += 8)
+		for (int l = 0; l < 8; l++)
+			a[l] += x[j + l] * w[j + l];
+	s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+	for (; j < d; j++)
+		s += x[j] * w[j];
+	return s + t->wt[(size_t)t->mk * t->md + c];
+}
+
+/* Softmax outputs minus the one-hot label of example ex into p; returns its cross-entropy. */
+static double mlr_delta(const struct dt *t, uint64_t ex, float *p)
+{
+	uint32_t k = t->mk, y = t->my[ex];
+	const float *x = t->mx + ex * t->md;
+	float mx, s = 0, ly = 0;
+
+	for (uint32_t c = 0; c < k; c++)
+		p[c] = mlr_logit(t, x, c);
+	if (y < k)
+		ly = p[y];
+	mx = p[0];
+	for (uint32_t c = 1; c < k; c++)
+		if (p[c] > mx)
+			mx = p[c];
+	for (uint32_t c = 0; c < k; c++)
+		s += (p[c] = expf(p[c] - mx));
+	for (uint32_t c = 0; c < k; c++)
+		p[c] /= s;
+	if (y >= k)
+		return 0;
+	p[y] -= 1;
+	return (double)mx + log((double)s) - (double)ly;
+}
+
+static int mlr_objective(struct dt *t, double *out)
+{
+	uint64_t nb = (t->mn + t->mbatch - 1) / t->mbatch;
+	uint64_t lo = scar_dist_part_lo(nb, t->R, t->P), hi = scar_dist_part_lo(nb, t->R + 1, t->P);
+	float *p = t->sd;
+	double *mine = t->bloss + nb;
+
+	mlr_to_work(t);
+	for (uint64_t b = lo; b < hi; b++) {
+		uint64_t first = b * t->mbatch, cnt = t->mn - first < t->mbatch ? t->mn - first : t->mbatch;
+		double loss = 0;
+
+		for (uint64_t i = 0; i < cnt; i++)
+			loss += mlr_delta(t, first + i, p);
+		mine[b - lo] = loss;
+	}
+	for (uint32_t q = 0; q < t->P; q++) {
+		t->bcnt[q] = (int)(scar_dist_part_lo(nb, q + 1, t->P) - scar_dist_part_lo(nb, q, t->P));
+		t->bdispl[q] = (int)scar_dist_part_lo(nb, q, t->P);
+	}
+	MPI_Allgatherv(mine, (int)(hi - lo), MPI_DOUBLE, t->bloss, t->bcnt, t->bdispl, MPI_DOUBLE,
+		       MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(double) * (hi - lo) * (t->P - 1);
+	{
+		double loss = 0;
+
+		for (uint64_t b = 0; b < nb; b++)
+			loss += t->bloss[b];
+		*out = loss / (double)t->mn;
+	}
+	return 0;
+}
+
+static int mlr_step(struct dt *t)
+{
+	struct scar_tensor *wt = mlr_w(t), *ord = scar_state_find(t->st, "order");
+	struct scar_tensor *ep = scar_state_find(t->st, "epoch");
+	uint64_t epoch, d = t->md;
+	uint32_t k = t->mk, *order;
+	float lr, decay, *w = wt->data;
+	struct scar_rng r;
+	int rc, own = t->cnt[t->R], *rc2 = t->cnt + t->P, *rd2 = t->displ + t->P;
+
+	if (!ord || !ep || ord->dtype != SCAR_U32 || scar_tensor_elems(ord) != t->mn ||
+	    ep->dtype != SCAR_U64 || scar_tensor_elems(ep) != 1)
+		return scar_error_set(t->err, SCAR_EMISMATCH, "mlr: unexpected state layout");
+	if ((rc = mu_rng_get(t->st, &r, t->err)))
+		return rc;
+	order = ord->data;
+	for (uint64_t i = 0; i < t->mn; i++)
+		if (order[i] >= t->mn)
+			return scar_error_set(t->err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
+	epoch = *(uint64_t *)ep->data;
+	lr = (float)(t->lr0 / (1 + t->lr_decay * (double)epoch));
+	decay = (float)(1 - (double)lr * t->l2);
+	scar_rng_shuffle_u32(&r, order, t->mn);
+	for (uint32_t q = 0; q < t->P; q++) {
+		rc2[q] = t->cnt[q] * (int)k;
+		rd2[q] = t->displ[q] * (int)k;
+	}
+	for (uint64_t b0 = 0; b0 < t->mn; b0 += t->mbatch) {
+		uint64_t bs = t->mn - b0 < t->mbatch ? t->mn - b0 : t->mbatch;
+		uint64_t lo = scar_dist_part_lo(bs, t->R, t->P), hi = scar_dist_part_lo(bs, t->R + 1, t->P);
+		float scale = -lr / (float)bs, *sbuf = (float *)t->sbuf, *rbuf = (float *)t->rbuf;
+
+		mlr_to_work(t);
+		for (uint64_t i = lo; i < hi; i++) {
+			float *p = sbuf + (i - lo) * k;
+
+			mlr_delta(t, order[b0 + i], p);
+			for (uint32_t c = 0; c < k; c++)
+				p[c] = scale * p[c];
+		}
+		for (uint32_t q = 0; q < t->P; q++) {
+			t->bcnt[q] = (int)((scar_dist_part_lo(bs, q + 1, t->P) -
+					    scar_dist_part_lo(bs, q, t->P)) * k);
+			t->bdispl[q] = (int)(scar_dist_part_lo(bs, q, t->P) * k);
+		}
+		MPI_Allgatherv(sbuf, (int)((hi - lo) * k), MPI_FLOAT, t->sd, t->bcnt, t->bdispl,
+			       MPI_FLOAT, MPI_COMM_WORLD);
+		t->comm_bytes += sizeof(float) * (hi - lo) * k * (t->P - 1);
+		/*
+		 * Owners: W_j <- decay W_j (not the bias row), then W_j += sd_i x_ij
+		 * example by example, so every element sees the model's additions
+		 * in the model's order.
+		 */
+		if (decay != 1)
+			for (int a = 0; a < own; a++) {
+				uint64_t j = t->order[t->displ[t->R] + a];
+
+				for (uint32_t c = 0; j < d && c < k; c++)
+					w[j * k + c] *= decay;
+			}
+		for (uint64_t i = 0; i < bs; i++) {
+			const float *si = t->sd + i * k, *x = t->mx + order[b0 + i] * d;
+
+			for (int a = 0; a < own; a++) {
+				uint64_t j = t->order[t->displ[t->R] + a];
+				float *wj = w + j * k;
+
+				if (j < d) {
+					float xij = x[j];
+
+					for (uint32_t c = 0; c < k; c++)
+						wj[c] += si[c] * xij;
+				} else {
+					for (uint32_t c = 0; c < k; c++)
+						wj[c] += si[c];
+				}
+			}
+		}
+		for (int a = 0; a < own; a++)
+			memcpy(sbuf + (size_t)a * k, w + t->order[t->displ[t->R] + a] * k,
+			       k * sizeof(float));
+		MPI_Allgatherv(sbuf, own * (int)k, MPI_FLOAT, rbuf, rc2, rd2, MPI_FLOAT, MPI_COMM_WORLD);
+		t->comm_bytes += sizeof(float) * (uint64_t)own * k * (t->P - 1);
+		for (uint64_t a = 0; a <= d; a++)
+			memcpy(w + t->order[a] * k, rbuf + a * k, k * sizeof(float));
+	}
+	for (uint64_t i = 0; i < (d + 1) * k; i++)
+		if (!isfinite(w[i]))
+			return scar_error_set(t->err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
+	*(uint64_t *)ep->data = epoch + 1;
+	mu_rng_put(t->st, &r);
+	return 0;
+}
+
+/* dir/name.gz when readable, else dir/name, as the model looks for IDX files. */
+static char *mlr_idx_path(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 8;
+	char *p = malloc(n);
+
+	if (!p)
+		return NULL;
+	snprintf(p, n, "%s/%s.gz", dir, name);
+	if (access(p, R_OK) == 0)
+		return p;
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+/*
+ * The model's training set: the same sources and the same held-out split
+ * (a test_frac of the examples drawn by data_seed when there is no test
+ * set), so every rank trains on exactly the examples the model would.
+ */
+static int mlr_setup(struct dt *t, const json_t *cfg)
+{
+	const char *data = mu_get_str(cfg, "data");
+	struct scar_dense *tr = NULL;
+	int rc, have_test = 0;
+
+	if (mu_get_str(cfg, "train_images")) {
+		rc = scar_idx_load(mu_get_str(cfg, "train_images"), mu_get_str(cfg, "train_labels"),
+				   &tr, t->err);
+		have_test = mu_get_str(cfg, "test_images") != NULL;
+	} else if (data) {
+		struct stat sb;
+
+		if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			char *ti = mlr_idx_path(data, "train-images-idx3-ubyte");
+			char *tl = mlr_idx_path(data, "train-labels-idx1-ubyte");
+
+			rc = ti && tl ? scar_idx_load(ti, tl, &tr, t->err) :
+				scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+			free(ti);
+			free(tl);
+			have_test = 1;
+		} else {
+			rc = scar_libsvm_load(data, 0, 1, &tr, t->err);
+			have_test = mu_get_str(cfg, "test_data") != NULL;
+		}
+	} else {
+		uint64_t n = (uint64_t)mu_get_int(cfg, "n"), nt = (uint64_t)mu_get_int(cfg, "n_test");
+
+		rc = scar_synth_classification(n + nt, (uint64_t)mu_get_int(cfg, "d"),
+					       (uint32_t)mu_get_int(cfg, "classes"),
+					       mu_get_real(cfg, "sep"),
+					       (uint64_t)mu_get_int(cfg, "data_seed"), &tr, t->err);
+		if (!rc && nt) {
+			tr->n = n;
+			have_test = 1;
+		}
+	}
+	if (rc)
+		goto out;
+	if (!tr->label || tr->classes < 2) {
+		rc = scar_error_set(t->err, SCAR_EINVAL, "mlr: training data needs labels of 2 classes or more");
+		goto out;
+	}
+	t->md = tr->d;
+	t->mx = malloc(tr->n * tr->d * sizeof(float) + 1);
+	t->my = malloc(tr->n * sizeof(uint32_t) + 1);
+	if (!t->mx || !t->my) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (have_test) {
+		t->mn = tr->n;
+		memcpy(t->mx, tr->x, tr->n * tr->d * sizeof(float));
+		memcpy(t->my, tr->label, tr->n * sizeof(uint32_t));
+	} else {
+		struct scar_rng r;
+		double frac = mu_get_real(cfg, "test_frac");
+		uint64_t a = 0;
+
+		scar_rng_seed_stream(&r, (uint64_t)mu_get_int(cfg, "data_seed"), 31);
+		for (uint64_t i = 0; i < tr->n; i++)
+			if (!(scar_rng_uniform(&r) < frac)) {
+				memcpy(t->mx + a * tr->d, tr->x + i * tr->d, tr->d * sizeof(float));
+				t->my[a++] = tr->label[i];
+			}
+		t->mn = a;
+		if (!a || a == tr->n) {
+			rc = scar_error_set(t->err, SCAR_EINVAL, "mlr: %llu examples are too few to hold %g out",
+					    (unsigned long long)tr->n, frac);
+			goto out;
+		}
+	}
+	t->mbatch = (uint64_t)mu_get_int(cfg, "batch");
+	if (t->mbatch > t->mn)
+		t->mbatch = t->mn;
+	t->lr0 = mu_get_real(cfg, "lr");
+	t->lr_decay = mu_get_real(cfg, "lr_decay");
+	t->l2 = mu_get_real(cfg, "l2");
+out:
+	scar_dense_free(tr);
+	return rc;
+}
+
+/* Buffers once the state (and with it the class count) is known. */
+static int mlr_buffers(struct dt *t)
+{
+	struct scar_tensor *w = mlr_w(t);
+	uint64_t rows, nb = (t->mn + t->mbatch - 1) / t->mbatch, *pos;
+	size_t big;
+
+	if (!w || w->dtype != SCAR_F32 || w->ndim != 2 || w->shape[0] != t->md + 1 || w->shape[1] < 2)
+		return scar_error_set(t->err, SCAR_EMISMATCH, "mlr: unexpected state layout");
+	t->mk = (uint32_t)w->shape[1];
+	rows = t->md + 1;
+	if (rows * t->mk * t->P > INT_MAX || t->mbatch * t->mk > INT_MAX)
+		return scar_error_set(t->err, SCAR_EUNSUPPORTED, "mlr: too many weights for MPI");
+	big = (rows > t->mbatch ? rows : t->mbatch) * t->mk + t->P;
+	t->sd = malloc(t->mbatch * t->mk * sizeof(float) + sizeof(float) * t->mk);
+	t->bcnt = calloc(t->P, sizeof(int));
+	t->bdispl = calloc(t->P, sizeof(int));
+	t->bloss = malloc(2 * (nb + 1) * sizeof(double));
+	t->wt = malloc(((size_t)t->mk * t->md + t->mk) * sizeof(float));
+	t->sbuf = malloc(big * sizeof(double));
+	t->rbuf = malloc(big * sizeof(double));
+	t->cnt = calloc(2 * (size_t)t->P, sizeof(*t->cnt));
+	t->displ = calloc(2 * (size_t)t->P, sizeof(*t->displ));
+	t->order = malloc(rows * sizeof(*t->order));
+	pos = calloc(t->P, sizeof(*pos));
+	if (!t->sd || !t->bcnt || !t->bdispl || !t->bloss || !t->wt || !t->sbuf || !t->rbuf ||
+	    !t->cnt || !t->displ || !t->order || !pos) {
+		free(pos);
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	}
+	for (uint64_t r = 0; r < rows; r++)
+		t->cnt[owner(t, r)]++;
+	for (uint32_t q = 1; q < t->P; q++)
+		t->displ[q] = t->displ[q - 1] + t->cnt[q - 1];
+	for (uint32_t q = 0; q < t->P; q++)
+		pos[q] = (uint64_t)t->displ[q];
+	for (uint64_t r = 0; r < rows; r++)
+		t->order[pos[owner(t, r)]++] = r;
+	free(pos);
+	return 0;
+}
+
+/* ---- the workload behind the trainer ---- */
+
+static struct scar_tensor *param_of(const struct dt *t)
+{
+	return t->mlr ? mlr_w(t) : ridge_w(t);
+}
+
+static int wl_objective(struct dt *t, double *out)
+{
+	return t->mlr ? mlr_objective(t, out) : ridge_objective(t, out);
+}
+
+static int wl_step(struct dt *t)
+{
+	return t->mlr ? mlr_step(t) : ridge_step(t);
+}
+
 /* ---- state distribution ---- */
 
 struct tmeta {
@@ -516,7 +893,11 @@ struct tmeta {
 	uint64_t shape[SCAR_MAX_DIMS];
 };
 
-/* Rank 0's state, built by the model, to every rank (data in chunks below INT_MAX). */
+/*
+ * Rank 0's state, built by the model, to every rank: first the tensor
+ * table (every rank allocates, and all agree that it could), then the data
+ * in chunks below INT_MAX.
+ */
 static int bcast_state(struct dt *t)
 {
 	uint64_t nt = t->R == 0 ? t->st->ntensors : 0, iter = t->R == 0 ? t->st->iteration : 0;
@@ -528,9 +909,7 @@ static int bcast_state(struct dt *t)
 		t->st->iteration = iter;
 	for (uint64_t i = 0; i < nt; i++) {
 		struct tmeta mt;
-		struct scar_tensor *x = NULL;
-		char *p;
-		size_t left;
+		struct scar_tensor *x;
 
 		memset(&mt, 0, sizeof(mt));
 		if (t->R == 0) {
@@ -542,16 +921,20 @@ static int bcast_state(struct dt *t)
 			memcpy(mt.shape, x->shape, sizeof(mt.shape));
 		}
 		MPI_Bcast(&mt, (int)sizeof(mt), MPI_BYTE, 0, MPI_COMM_WORLD);
-		if (t->R != 0) {
+		if (t->R != 0 && !rc) {
 			rc = scar_tensor_new(&x, mt.name, (enum scar_dtype)mt.dtype,
 					     (enum scar_role)mt.role, mt.ndim, mt.shape, t->err);
 			if (!rc)
 				rc = scar_state_add(t->st, x, t->err);
-			if (rc)
-				return rc;	/* allocation: the run cannot go on anyway */
 		}
-		p = x->data;
-		left = scar_tensor_bytes(x);
+	}
+	if ((rc = agree(t, rc)))
+		return rc;
+	for (uint64_t i = 0; i < nt; i++) {
+		struct scar_tensor *x = t->st->tensors[i];
+		char *p = x->data;
+		size_t left = scar_tensor_bytes(x);
+
 		while (left) {
 			int chunk = left > (1u << 30) ? 1 << 30 : (int)left;
 
@@ -560,7 +943,7 @@ static int bcast_state(struct dt *t)
 			left -= (size_t)chunk;
 		}
 	}
-	return rc;
+	return 0;
 }
 
 static int build_fresh(struct dt *t, json_t *config, struct scar_state **out)
@@ -1068,7 +1451,7 @@ static int record_iteration(struct dt *t, double step2, int first)
 	json_t *rec;
 	int rc;
 
-	if ((rc = ridge_objective(t, &obj)))
+	if ((rc = wl_objective(t, &obj)))
 		return rc;
 	/* obj and step2 are the same on every rank, so all stop together. */
 	if (!isfinite(obj) || (!first && !isfinite(step2)))
@@ -1092,6 +1475,14 @@ static int record_iteration(struct dt *t, double step2, int first)
 			return rc;
 		}
 		json_object_set_new(rec, "dist_opt", json_real(v));
+	}
+	if (t->def->heldout && (first || t->clock == t->o->iters ||
+				(t->o->heldout_every && t->clock % t->o->heldout_every == 0))) {
+		if ((rc = t->def->heldout(t->m, t->st, &v, t->err))) {
+			json_decref(rec);
+			return rc;
+		}
+		json_object_set_new(rec, "heldout", json_real(v));
 	}
 	if (t->o->timing)
 		json_object_set_new(rec, "elapsed", json_real(now() - t->t0));
@@ -1223,7 +1614,14 @@ static void dt_free(struct dt *t)
 	free(t->x);
 	free(t->y);
 	free(t->g);
-	free(t->prevw);
+	free(t->prev);
+	free(t->mx);
+	free(t->my);
+	free(t->sd);
+	free(t->bcnt);
+	free(t->bdispl);
+	free(t->bloss);
+	free(t->wt);
 	free(t->cnt);
 	free(t->displ);
 	free(t->order);
@@ -1269,7 +1667,7 @@ static int validate(const struct scar_train_opts *o, const struct scar_model_def
 
 	if (!def)
 		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", name);
-	if (strcmp(def->name, "ridge"))
+	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr"))
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
 				      def->name);
 	if (!(o->fraction > 0 && o->fraction <= 1))
@@ -1358,7 +1756,10 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	/* Rank 0 keeps the model itself for what is not distributed: eta, c, x*. */
 	if (t.R == 0)
 		rc = t.def->create(&t.m, config, err);
-	if ((rc = agree(&t, rc)) || (rc = ridge_setup(&t, config)))
+	t.mlr = strcmp(t.def->name, "mlr") == 0;
+	if ((rc = agree(&t, rc)) ||
+	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : 0)) ||
+	    (!t.mlr && (rc = ridge_setup(&t, config))))
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.st, o->resume, err);
@@ -1380,8 +1781,16 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		if ((rc = agree(&t, rc)) || (rc = agree(&t, bcast_state(&t))))
 			goto out;
 	}
-	if (!ridge_w(&t) || ridge_w(&t)->dtype != SCAR_F64 || scar_tensor_elems(ridge_w(&t)) != t.d) {
+	if (t.mlr) {
+		if ((rc = agree(&t, mlr_buffers(&t))))
+			goto out;
+	} else if (!ridge_w(&t) || ridge_w(&t)->dtype != SCAR_F64 ||
+		   scar_tensor_elems(ridge_w(&t)) != t.d) {
 		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");
+		goto out;
+	}
+	if (!(t.prev = malloc(scar_tensor_bytes(param_of(&t)) + 1))) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
 	if (ref) {
@@ -1447,14 +1856,14 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	period = policy_period(o);
 	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
 	while (!done && t.clock < limit) {
-		struct scar_tensor *w = ridge_w(&t);
+		struct scar_tensor *w = param_of(&t);
 
-		memcpy(t.prevw, w->data, t.d * sizeof(double));
-		if ((rc = ridge_step(&t)))
+		memcpy(t.prev, w->data, scar_tensor_bytes(w));
+		if ((rc = agree(&t, wl_step(&t))))
 			goto out;
 		t.st->iteration++;
 		t.clock++;
-		step2 = sqdist(w, w->data, t.prevw, 0, t.d);
+		step2 = sqdist(w, w->data, t.prev, 0, scar_tensor_elems(w));
 		if ((rc = agree(&t, record_iteration(&t, step2, 0))))
 			goto out;
 		if (o->policy != SCAR_POLICY_NONE && t.st->iteration % period == 0 &&
@@ -1503,6 +1912,12 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		json_object_set_new(rec, "censored", json_boolean(res->censored));
 		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.P));
 		json_object_set_new(rec, "comm_bytes", json_integer((json_int_t)comm_total));
+		if (t.def->heldout && t.R == 0) {
+			double v;
+
+			if ((rc = t.def->heldout(t.m, t.st, &v, err)) == 0)
+				json_object_set_new(rec, "final_heldout", json_real(v));
+		}
 		if (o->timing) {
 			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
 			json_object_set_new(rec, "elapsed", json_real(now() - t.t0));
