@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -466,6 +468,32 @@ static void test_atomic(void)
 	um = umask(022);
 	umask(um);
 	CHECK(stat(tmp("keep.ckpt"), &sb) == 0 && (sb.st_mode & 0777) == (0666 & ~um));
+	/* A write that fails half way (the file size limit) leaves the old file and no temporary. */
+	{
+		struct scar_state *big = small("mlr", 99, 20000);
+		pid_t pid = fork();
+		int status = -1;
+
+		if (pid == 0) {
+			struct rlimit rl = { 4096, 4096 };
+			struct scar_ckpt_save_opts o;
+
+			signal(SIGXFSZ, SIG_IGN);
+			scar_ckpt_save_opts_init(&o);
+			o.compress = 0;
+			if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+				_exit(3);
+			_exit(scar_ckpt_save(big, tmp("keep.ckpt"), &o, &e) == SCAR_EIO &&
+			      e.errno_value == EFBIG ? 0 : 1);
+		}
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		CHECK(!has_temp(dir));
+		CHECK_E(scar_ckpt_load(tmp("keep.ckpt"), &ld, &e), e);
+		CHECK(ld && ld->iteration == 3);
+		scar_state_free(ld);
+		scar_state_free(big);
+	}
 	/* A path ending in '/' is refused. */
 	st->shards = 2;
 	CHECK(scar_ckpt_save(st, tmp("x/"), NULL, &e) == SCAR_EINVAL);
