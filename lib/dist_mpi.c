@@ -1499,6 +1499,20 @@ static double smoothed(const double *v, uint64_t k, uint64_t w)
 	return s / (double)n;
 }
 
+/* Where between clocks k-1 and k the smoothed objective crossed the target, as scar_train_run interpolates it. */
+static double crossing(const double *v, uint64_t k, uint64_t w, double target)
+{
+	double prev, cur;
+
+	if (k == 0)
+		return 0;
+	prev = smoothed(v, k - 1, w);
+	cur = smoothed(v, k, w);
+	if (isnan(prev) || prev == cur)
+		return (double)k;
+	return (double)(k - 1) + fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
+}
+
 static int reached(const struct scar_model_def *d, double v, double target)
 {
 	return d->objective_higher_better ? v >= target : v <= target;
@@ -1713,7 +1727,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	double step2 = 0, *ref = NULL;
 	size_t nref = 0;
 	uint64_t period, N = o->iters, limit, target_iter = 0, comm_total = 0;
-	double target = 0;
+	double target = 0, ref_cross = 0;
 	int rc = 0, done = 0, have_target = 0;
 
 	memset(&t, 0, sizeof(t));
@@ -1808,6 +1822,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 				target_iter = k;
 				break;
 			}
+		ref_cross = crossing(ref, target_iter, w, target);
 		have_target = 1;
 	}
 
@@ -1892,9 +1907,12 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 			}
 		res->total_cost = (int64_t)k2 - (int64_t)target_iter;
 		res->censored = censored;
-		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:b, s:I}", "type", "cost", "target", target,
-				"reference_iter", (json_int_t)target_iter, "perturbed_iter", (json_int_t)k2,
-				"cost", (json_int_t)res->total_cost, "censored", censored,
+		res->cost_interp = censored ? (double)res->total_cost :
+			crossing(t.obj, k2, o->cost_window, target) - ref_cross;
+		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I}", "type", "cost",
+				"target", target, "reference_iter", (json_int_t)target_iter,
+				"perturbed_iter", (json_int_t)k2, "cost", (json_int_t)res->total_cost,
+				"cost_interp", res->cost_interp, "censored", censored,
 				"window", (json_int_t)o->cost_window);
 		if ((rc = agree(&t, emit(&t, rec))))
 			goto out;
