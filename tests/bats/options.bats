@@ -11,7 +11,7 @@ load helper
 # whose table holds it ("-" for a single-command tool or the main table):
 # when a file has several tables, a table called X_opts belongs to
 # subcommand X and main_opts to the tool itself.
-long_options() {
+long_options_parse() {
 	local src="$SCAR_ROOT/cmd/$1.c"
 	[ -f "$src" ] || { echo "no source '$src'" >&2; return 1; }
 	awk '
@@ -43,27 +43,31 @@ subcommands() {
 	long_options "$1" | awk '$1 != "-" && !seen[$1]++ { print $1 }'
 }
 
-# A long option spelt "--NAME" in a file, not as the prefix of a longer one.
-has_dashdash() { grep -Eq -- "--$2([^A-Za-z0-9_-]|\$)" "$1"; }
-# In mdoc: "Fl Fl NAME" (or "Fl \-NAME", "Fl -NAME").
-has_mdoc() { grep -Eq -- "Fl (Fl |\\\\-|-)$2([^A-Za-z0-9_-]|\$)" "$1"; }
-# In fish: "-l NAME" or "--long(-option) NAME", quoted or not.
-has_fish() { grep -Eq -- "(-l|--long(-option)?)[ =]+['\"]?$2([^A-Za-z0-9_-]|\$)" "$1"; }
+# The long-option names a file mentions, one per line, sorted and unique:
+#   dashdash  "--NAME" (help text, bash and zsh completions)
+#   mdoc      "Fl Fl NAME" (or "Fl \-NAME", "Fl -NAME")
+#   fish      "-l NAME" or "--long(-option) NAME", quoted or not
+# A name is a whole token: "--c" is not found in "--cost".
+names_in() {
+	case $1 in
+	dashdash) grep -oE -- '--[A-Za-z0-9_][A-Za-z0-9_-]*' "$2" | sed 's/^--//' ;;
+	mdoc) grep -oE -- 'Fl (Fl |\\-|-)[A-Za-z0-9_][A-Za-z0-9_-]*' "$2" | sed -E 's/^Fl (Fl |\\-|-)//' ;;
+	fish) grep -oE -- "(-l|--long(-option)?)[ =]+['\"]?[A-Za-z0-9_][A-Za-z0-9_-]*" "$2" |
+		sed -E "s/^(-l|--long(-option)?)[ =]+['\"]?//" ;;
+	esac | LC_ALL=C sort -u
+}
 
-# check_all TOOL WHERE PREDICATE FILE: every long option of TOOL passes
-# PREDICATE FILE NAME; print the missing ones and fail when any is.
+# check_all TOOL KIND FILE: every long option of TOOL is among the names
+# FILE mentions; print the missing ones and fail when any is.
 check_all() {
-	local tool=$1 where=$2 pred=$3 file=$4 sub name missing=
-	[ -f "$file" ] || { echo "$tool: missing file '$file'"; return 1; }
-	local opts
-	opts=$(long_options "$tool") || return 1
-	[ -n "$opts" ] || { echo "$tool: no getopt_long table found in cmd/$tool.c"; return 1; }
-	while read -r sub name; do
-		case " $missing " in *" --$name "*) continue ;; esac
-		"$pred" "$file" "$name" || missing="$missing --$name"
-	done <<<"$opts"
+	local tool=$1 kind=$2 file=$3 missing
+	[ -f "$file" ] || { echo "$tool: missing file '${file#"$SCAR_ROOT"/}'"; return 1; }
+	long_options "$tool" | awk '{ print $2 }' | LC_ALL=C sort -u > "$BATS_TEST_TMPDIR/want"
+	[ -s "$BATS_TEST_TMPDIR/want" ] || { echo "$tool: no getopt_long table found in cmd/$tool.c"; return 1; }
+	names_in "$kind" "$file" > "$BATS_TEST_TMPDIR/have"
+	missing=$(LC_ALL=C comm -23 "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/have" | sed 's/^/--/' | tr '\n' ' ')
 	if [ -n "$missing" ]; then
-		echo "$tool: long options missing from $where:$missing"
+		echo "$tool: long options missing from ${file#"$SCAR_ROOT"/}: $missing"
 		return 1
 	fi
 }
@@ -71,6 +75,13 @@ check_all() {
 # The options a subcommand (or "-") owns, one "--NAME" per line.
 options_of() {
 	long_options "$1" | awk -v s="$2" '$1 == s { print "--" $2 }'
+}
+
+# The parse, once per tool and test.
+long_options() {
+	local f=$BATS_TEST_TMPDIR/opts-$1
+	[ -f "$f" ] || long_options_parse "$1" > "$f" || { rm -f "$f"; return 1; }
+	cat "$f"
 }
 
 # Help text of TOOL or TOOL SUB into $BATS_TEST_TMPDIR/help.
@@ -84,16 +95,16 @@ help_text() {
 }
 
 check_help() {
-	local tool=$1 sub o missing= rc=0
+	local tool=$1 sub missing rc=0
 	for sub in - $(subcommands "$tool"); do
 		if ! help_text "$tool" "$sub"; then
 			echo "$tool ${sub/#-/}--help: exit status not 0"; rc=1; continue
 		fi
-		for o in $(options_of "$tool" "$sub"); do
-			has_dashdash "$BATS_TEST_TMPDIR/help" "${o#--}" || missing="$missing $o"
-		done
+		names_in dashdash "$BATS_TEST_TMPDIR/help" > "$BATS_TEST_TMPDIR/have"
+		missing=$(options_of "$tool" "$sub" | sed 's/^--//' | LC_ALL=C sort -u |
+			LC_ALL=C comm -23 - "$BATS_TEST_TMPDIR/have" | sed 's/^/--/' | tr '\n' ' ')
 		if [ -n "$missing" ]; then
-			echo "$tool ${sub/#-/}--help lacks:$missing"; rc=1; missing=
+			echo "$tool ${sub/#-/}--help lacks: $missing"; rc=1
 		fi
 	done
 	return $rc
@@ -137,7 +148,7 @@ bash_complete() {
 
 # Offering the options after "--" (per subcommand), and the subcommands.
 check_bash_offers() {
-	local tool=$1 file=$SCAR_ROOT/completions/bash/$1 sub o out missing= rc=0
+	local tool=$1 file=$SCAR_ROOT/completions/bash/$1 sub out missing rc=0
 	[ -f "$file" ] || { echo "$tool: missing file '$file'"; return 1; }
 	for sub in - $(subcommands "$tool"); do
 		if [ "$sub" = - ]; then
@@ -145,11 +156,10 @@ check_bash_offers() {
 		else
 			out=$(bash_complete "$file" "$tool" "$sub" --) || { echo "$tool: bash completion failed"; return 1; }
 		fi
-		for o in $(options_of "$tool" "$sub"); do
-			grep -qxF -- "$o" <<<"$out" || missing="$missing $o"
-		done
+		missing=$(options_of "$tool" "$sub" | LC_ALL=C sort -u |
+			LC_ALL=C comm -23 - <(LC_ALL=C sort -u <<<"$out") | tr '\n' ' ')
 		if [ -n "$missing" ]; then
-			echo "$tool ${sub/#-/}--<TAB> in bash does not offer:$missing"; rc=1; missing=
+			echo "$tool ${sub/#-/}--<TAB> in bash does not offer: $missing"; rc=1
 		fi
 	done
 	return $rc
@@ -215,101 +225,58 @@ check_loads() {
 		'	{ "help", no_argument, NULL, 0 },' '	{ "frobnicate", no_argument, NULL, 0 },' \
 		'	{ NULL, 0, NULL, 0 },' '};' > cmd/scar-fake.c
 	printf '%s\n' '.It Fl Fl help' > fake.1
-	SCAR_ROOT=$PWD run -1 check_all scar-fake "the man page" has_mdoc fake.1
+	SCAR_ROOT=$PWD run -1 check_all scar-fake mdoc fake.1
 	[[ $output == *"--frobnicate"* && $output != *"--help"* ]]
 	printf '%s\n' '.It Fl Fl help' '.It Fl Fl frobnicate' > fake.1
-	SCAR_ROOT=$PWD run -0 check_all scar-fake "the man page" has_mdoc fake.1
+	SCAR_ROOT=$PWD run -0 check_all scar-fake mdoc fake.1
 	printf '%s\n' '--frobnicate-more --help' > fake.bash
-	SCAR_ROOT=$PWD run -1 check_all scar-fake "bash" has_dashdash fake.bash
+	SCAR_ROOT=$PWD run -1 check_all scar-fake dashdash fake.bash
 	printf '%s\n' "complete -c scar-fake -l help" "complete -c scar-fake -l 'frobnicate'" > fake.fish
-	SCAR_ROOT=$PWD run -0 check_all scar-fake "fish" has_fish fake.fish
+	SCAR_ROOT=$PWD run -0 check_all scar-fake fish fake.fish
+	SCAR_ROOT=$PWD run -1 check_all scar-fake fish fake.1
 }
 
-# ---- per tool
+# ---- per tool: its --help, its man page, its three completions
+
+check_docs() {
+	local tool=$1 rc=0
+	check_help "$tool" || rc=1
+	check_all "$tool" mdoc "$SCAR_ROOT/man/$tool.1" || rc=1
+	return $rc
+}
+
+check_completions() {
+	local tool=$1 rc=0
+	check_all "$tool" dashdash "$SCAR_ROOT/completions/bash/$tool" || rc=1
+	check_all "$tool" dashdash "$SCAR_ROOT/completions/zsh/_$tool" || rc=1
+	check_all "$tool" fish "$SCAR_ROOT/completions/fish/$tool.fish" || rc=1
+	[ "$rc" -ne 0 ] || check_bash_offers "$tool" || rc=1
+	return $rc
+}
 
 @test "scar-train: --help, --version, usage errors" { check_help_version scar-train; }
-@test "scar-train: every long option is in --help" { check_help scar-train; }
-@test "scar-train: every long option is in scar-train(1)" {
-	check_all scar-train "man/scar-train.1" has_mdoc "$SCAR_ROOT/man/scar-train.1"
-}
-@test "scar-train: every long option is in the bash completion" {
-	check_all scar-train "completions/bash/scar-train" has_dashdash "$SCAR_ROOT/completions/bash/scar-train"
-	check_bash_offers scar-train
-}
-@test "scar-train: every long option is in the zsh completion" {
-	check_all scar-train "completions/zsh/_scar-train" has_dashdash "$SCAR_ROOT/completions/zsh/_scar-train"
-}
-@test "scar-train: every long option is in the fish completion" {
-	check_all scar-train "completions/fish/scar-train.fish" has_fish "$SCAR_ROOT/completions/fish/scar-train.fish"
-}
+@test "scar-train: every long option is in --help and scar-train(1)" { check_docs scar-train; }
+@test "scar-train: every long option is in the bash, zsh and fish completions" { check_completions scar-train; }
 @test "scar-train: completion files load" { check_loads scar-train; }
 
 @test "scar-ckpt: --help, --version, usage errors" { check_help_version scar-ckpt; }
-@test "scar-ckpt: every long option is in --help" { check_help scar-ckpt; }
-@test "scar-ckpt: every long option is in scar-ckpt(1)" {
-	check_all scar-ckpt "man/scar-ckpt.1" has_mdoc "$SCAR_ROOT/man/scar-ckpt.1"
-}
-@test "scar-ckpt: every long option is in the bash completion" {
-	check_all scar-ckpt "completions/bash/scar-ckpt" has_dashdash "$SCAR_ROOT/completions/bash/scar-ckpt"
-	check_bash_offers scar-ckpt
-}
-@test "scar-ckpt: every long option is in the zsh completion" {
-	check_all scar-ckpt "completions/zsh/_scar-ckpt" has_dashdash "$SCAR_ROOT/completions/zsh/_scar-ckpt"
-}
-@test "scar-ckpt: every long option is in the fish completion" {
-	check_all scar-ckpt "completions/fish/scar-ckpt.fish" has_fish "$SCAR_ROOT/completions/fish/scar-ckpt.fish"
-}
+@test "scar-ckpt: every long option is in --help and scar-ckpt(1)" { check_docs scar-ckpt; }
+@test "scar-ckpt: every long option is in the bash, zsh and fish completions" { check_completions scar-ckpt; }
 @test "scar-ckpt: subcommands are completed" { check_subcommands scar-ckpt; }
 @test "scar-ckpt: completion files load" { check_loads scar-ckpt; }
 
 @test "scar-diff: --help, --version, usage errors" { check_help_version scar-diff; }
-@test "scar-diff: every long option is in --help" { check_help scar-diff; }
-@test "scar-diff: every long option is in scar-diff(1)" {
-	check_all scar-diff "man/scar-diff.1" has_mdoc "$SCAR_ROOT/man/scar-diff.1"
-}
-@test "scar-diff: every long option is in the bash completion" {
-	check_all scar-diff "completions/bash/scar-diff" has_dashdash "$SCAR_ROOT/completions/bash/scar-diff"
-	check_bash_offers scar-diff
-}
-@test "scar-diff: every long option is in the zsh completion" {
-	check_all scar-diff "completions/zsh/_scar-diff" has_dashdash "$SCAR_ROOT/completions/zsh/_scar-diff"
-}
-@test "scar-diff: every long option is in the fish completion" {
-	check_all scar-diff "completions/fish/scar-diff.fish" has_fish "$SCAR_ROOT/completions/fish/scar-diff.fish"
-}
+@test "scar-diff: every long option is in --help and scar-diff(1)" { check_docs scar-diff; }
+@test "scar-diff: every long option is in the bash, zsh and fish completions" { check_completions scar-diff; }
 @test "scar-diff: completion files load" { check_loads scar-diff; }
 
 @test "scar-inject: --help, --version, usage errors" { check_help_version scar-inject; }
-@test "scar-inject: every long option is in --help" { check_help scar-inject; }
-@test "scar-inject: every long option is in scar-inject(1)" {
-	check_all scar-inject "man/scar-inject.1" has_mdoc "$SCAR_ROOT/man/scar-inject.1"
-}
-@test "scar-inject: every long option is in the bash completion" {
-	check_all scar-inject "completions/bash/scar-inject" has_dashdash "$SCAR_ROOT/completions/bash/scar-inject"
-	check_bash_offers scar-inject
-}
-@test "scar-inject: every long option is in the zsh completion" {
-	check_all scar-inject "completions/zsh/_scar-inject" has_dashdash "$SCAR_ROOT/completions/zsh/_scar-inject"
-}
-@test "scar-inject: every long option is in the fish completion" {
-	check_all scar-inject "completions/fish/scar-inject.fish" has_fish "$SCAR_ROOT/completions/fish/scar-inject.fish"
-}
+@test "scar-inject: every long option is in --help and scar-inject(1)" { check_docs scar-inject; }
+@test "scar-inject: every long option is in the bash, zsh and fish completions" { check_completions scar-inject; }
 @test "scar-inject: completion files load" { check_loads scar-inject; }
 
 @test "scar-bound: --help, --version, usage errors" { check_help_version scar-bound; }
-@test "scar-bound: every long option is in --help" { check_help scar-bound; }
-@test "scar-bound: every long option is in scar-bound(1)" {
-	check_all scar-bound "man/scar-bound.1" has_mdoc "$SCAR_ROOT/man/scar-bound.1"
-}
-@test "scar-bound: every long option is in the bash completion" {
-	check_all scar-bound "completions/bash/scar-bound" has_dashdash "$SCAR_ROOT/completions/bash/scar-bound"
-	check_bash_offers scar-bound
-}
-@test "scar-bound: every long option is in the zsh completion" {
-	check_all scar-bound "completions/zsh/_scar-bound" has_dashdash "$SCAR_ROOT/completions/zsh/_scar-bound"
-}
-@test "scar-bound: every long option is in the fish completion" {
-	check_all scar-bound "completions/fish/scar-bound.fish" has_fish "$SCAR_ROOT/completions/fish/scar-bound.fish"
-}
+@test "scar-bound: every long option is in --help and scar-bound(1)" { check_docs scar-bound; }
+@test "scar-bound: every long option is in the bash, zsh and fish completions" { check_completions scar-bound; }
 @test "scar-bound: subcommands are completed" { check_subcommands scar-bound; }
 @test "scar-bound: completion files load" { check_loads scar-bound; }
