@@ -522,3 +522,42 @@ PY
 	[ "${lines[1]}" = "raw npy json" ]
 	[ "${lines[2]}" = "--help -q --quiet" ]
 }
+
+@test "I/O errors: exit 2, a message, the target untouched, no temporary left" {
+	shim="$SCAR_ROOT/tests/fault-shim.so"
+	[ -f "$shim" ] || skip "tests/fault-shim.so not built"
+	small
+	cp a.ckpt keep.ckpt
+	for rule in write:ENOSPC:1 fsync:EIO:1 rename:EIO:1 open:EACCES:1; do
+		run -2 env LD_PRELOAD="$shim" SCAR_FAULT="$rule" SCAR_FAULT_PATH=out.ckpt \
+			scar-ckpt convert a.ckpt out.ckpt
+		[[ $output == "scar-ckpt: "*"out.ckpt"* ]] || { echo "$rule: $output"; false; }
+		[ ! -e out.ckpt ]
+		run -2 env LD_PRELOAD="$shim" SCAR_FAULT="$rule" SCAR_FAULT_PATH=a.ckpt \
+			scar-ckpt convert --shards 2 a.ckpt a.ckpt
+		cmp a.ckpt keep.ckpt
+	done
+	# short writes and EINTR are not errors
+	for rule in 'write:short:*' 'write:EINTR:1' 'read:short:*' 'read:EINTR:2'; do
+		run -0 env LD_PRELOAD="$shim" SCAR_FAULT="$rule" scar-ckpt convert a.ckpt s.ckpt
+		run -0 env LD_PRELOAD="$shim" SCAR_FAULT="$rule" scar-ckpt verify s.ckpt
+		cmp <(scar-ckpt export --tensor w s.ckpt) w.raw
+		run -0 env LD_PRELOAD="$shim" SCAR_FAULT="$rule" \
+			scar-ckpt import --dtype f32 --shape 64,8 -o i.ckpt w.raw
+		cmp <(scar-ckpt export i.ckpt) w.raw
+	done
+	run -2 env LD_PRELOAD="$shim" SCAR_FAULT=write:ENOSPC:1 SCAR_FAULT_PATH=v.ckpt \
+		scar-ckpt import --dtype f32 --shape 64,8 -o v.ckpt w.raw
+	[[ $output == *"No space left on device"* ]]
+	run -2 env LD_PRELOAD="$shim" SCAR_FAULT=close:EIO:1 SCAR_FAULT_PATH=x.raw \
+		scar-ckpt export --tensor w -o x.raw a.ckpt
+	[[ $output == *"cannot write 'x.raw'"* ]]
+	run -2 env LD_PRELOAD="$shim" SCAR_FAULT=read:EIO:2 SCAR_FAULT_PATH=a.ckpt \
+		scar-ckpt verify a.ckpt
+	[[ $output == *"a.ckpt"* ]]
+	run -2 env LD_PRELOAD="$shim" SCAR_FAULT=read:EIO:1 SCAR_FAULT_PATH=w.raw \
+		scar-ckpt import --dtype f32 --shape 64,8 -o y.ckpt w.raw
+	[[ $output == *"cannot read 'w.raw'"* ]]
+	[ ! -e v.ckpt ] && [ ! -e x.raw ] && [ ! -e y.ckpt ]
+	[ -z "$(ls -A | grep '\.tmp\.')" ]
+}
