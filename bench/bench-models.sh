@@ -12,7 +12,13 @@
 #        lambda 0.1, 80/20 split) beside the same ALS in numpy
 #        (bench/peers/mf_numpy.py), with the test RMSE after the sweeps.
 #   lda  collapsed Gibbs token samples per second on one core at K = 100
-#        over the SpamAssassin corpus (synthetic when it is missing).
+#        over the SpamAssassin corpus (synthetic when it is missing); then
+#        beside gensim's LdaModel (online variational Bayes, a different
+#        algorithm) at K = 50, alpha 0.1, beta 0.01 on 90% of the documents:
+#        both are scored by one document-completion estimator on the other
+#        10% (bench/peers/lda_gensim.py), and scar's time is its training
+#        time up to the first sweep that scores at least what gensim scores
+#        after its passes (gensim: training time of one run).
 #
 # Every figure is the median of BENCH_RUNS (default 3) runs, wall clock,
 # with peak RSS of the scar runs beside the in-memory size of data plus
@@ -28,7 +34,8 @@ out=bench/out/models
 mkdir -p "$out"
 runs=${BENCH_RUNS:-3}
 msweeps=6
-if [ "${BENCH_QUICK:-0}" = 1 ]; then runs=1; msweeps=3; fi
+passes=5
+if [ "${BENCH_QUICK:-0}" = 1 ]; then runs=1; msweeps=3; passes=2; fi
 data=${SCAR_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/scar}
 bm=tools/bench-models
 [ -x "$bm" ] || { echo "bench-models: run 'make all' first" >&2; exit 2; }
@@ -152,3 +159,44 @@ c_c=$(awk '{ print $2 }' "$out/lda.c" | median)
 printf 'lda Gibbs     scar %.3g token samples/s wall, %.3g per CPU second, one core, K=100, %s tokens of %s (target 5e6)\n' \
 	"$c_s" "$c_c" "$tok" "$what"
 printf 'lda memory    scar peak RSS %s MiB\n' "$(mib "$out/lda.rss")"
+
+# ---- lda beside gensim ----
+if [ -e "$dw" ] && have_py gensim; then
+	ld=$PWD/$out/lda-gensim
+	rm -rf "$ld"
+	mkdir -p "$ld"
+	# Documents with id % 10 == 0 are the test set; both sides renumbered from 1.
+	awk -v dir="$ld" 'NR == 2 { v = $1 } NR <= 3 { next }
+		{ d = $1; if (d % 10 == 0) { if (!(d in te)) te[d] = ++nte; print te[d], $2, $3 > (dir "/test.body") }
+		  else { if (!(d in tr)) tr[d] = ++ntr; print tr[d], $2, $3 > (dir "/train.body") } }
+		END { print ntr, v > (dir "/train.head"); print nte, v > (dir "/test.head") }' "$dw"
+	for s in train test; do
+		{ tr ' ' '\n' < "$ld/$s.head"; wc -l < "$ld/$s.body"; cat "$ld/$s.body"; } > "$ld/docword.$s.txt"
+	done
+	lcfg="{\"data\":\"$ld/docword.train.txt\",\"topics\":50,\"alpha\":0.1,\"beta\":0.01,\"heldout_frac\":0.001}"
+	BENCH_DUMP=$ld/dump "$bm" lda "$lcfg" 30 > "$ld/gibbs.0"
+	(cd bench/peers && py lda_gensim.py "$ld/docword.train.txt" "$ld/docword.test.txt" 50 "$passes" \
+		0.1 0.01 "$ld"/dump-*.raw) > "$ld/score"
+	g_t=$(awk '$1 == "gensim" { print $5 }' "$ld/score")
+	g_c=$(awk '$1 == "gensim" { print $7 }' "$ld/score")
+	g_h=$(awk '$1 == "gensim" { print $9 }' "$ld/score")
+	hit=$(awk -v g="$g_h" '$1 == "scar" && $5 >= g { print $3; exit }' "$ld/score")
+	last=$(awk '$1 == "scar" { h = $5 } END { print h }' "$ld/score")
+	if [ -n "$hit" ]; then
+		: > "$ld/times"
+		i=0
+		while [ $i -lt "$runs" ]; do
+			"$bm" lda "$lcfg" "$hit" | awk '$1 == "iter" { w += $4; c += $6 } END { print w, c }' >> "$ld/times"
+			i=$((i + 1))
+		done
+		s_t=$(awk '{ print $1 }' "$ld/times" | median)
+		s_c=$(awk '{ print $2 }' "$ld/times" | median)
+		printf 'lda vs gensim scar %7.3f s wall %7.3f s cpu (%s sweeps, held-out %s)  gensim %7.3f s wall %7.3f s cpu (%s passes, held-out %s)  scar faster %s wall, %s cpu\n' \
+			"$s_t" "$s_c" "$hit" "$last" "$g_t" "$g_c" "$passes" "$g_h" "$(ratio "$g_t" "$s_t")" "$(ratio "$g_c" "$s_c")"
+	else
+		printf 'lda vs gensim scar did not reach gensim held-out %s in 30 sweeps (reached %s)\n' "$g_h" "$last"
+	fi
+	rm -f "$ld"/dump-*.raw
+else
+	echo "lda vs gensim: skipped (needs the SpamAssassin corpus and python3-gensim)"
+fi

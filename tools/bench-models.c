@@ -19,6 +19,11 @@
  * "target none" when not reached.
  * A first line "tokens N" gives the element count of the state tensor "z"
  * (LDA token assignments) when there is one, for samples per second.
+ *
+ * With BENCH_DUMP=PREFIX in the environment, the data of the state tensor
+ * BENCH_DUMP_TENSOR (default "word_topic") is written raw, in native byte
+ * order, to PREFIX-K.raw after every BENCH_DUMP_EVERY-th iteration K
+ * (default 1), outside the timings, for a peer to score.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +47,27 @@ static double now(void)
 	return clock_s(CLOCK_MONOTONIC);
 }
 
+static int dump(const struct scar_state *st, const char *prefix, const char *name, long k)
+{
+	const struct scar_tensor *t = scar_state_find(st, name);
+	char path[4096];
+	FILE *f;
+	int ok;
+
+	if (!t) {
+		fprintf(stderr, "bench-models: no tensor '%s' to dump\n", name);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s-%ld.raw", prefix, k);
+	f = fopen(path, "wb");
+	ok = f && fwrite(t->data, 1, scar_tensor_bytes(t), f) == scar_tensor_bytes(t);
+	if (f && fclose(f))
+		ok = 0;
+	if (!ok)
+		fprintf(stderr, "bench-models: cannot write '%s'\n", path);
+	return ok ? 0 : -1;
+}
+
 static int fail(const char *what, const struct scar_error *e)
 {
 	fprintf(stderr, "bench-models: %s: %s\n", what, e->msg);
@@ -58,7 +84,8 @@ int main(int argc, char **argv)
 	json_error_t jerr;
 	json_t *cfg;
 	double target = NAN, spent = 0, spent_cpu = 0;
-	long iters;
+	const char *dprefix = getenv("BENCH_DUMP"), *dname = getenv("BENCH_DUMP_TENSOR");
+	long iters, devery = getenv("BENCH_DUMP_EVERY") ? atol(getenv("BENCH_DUMP_EVERY")) : 1;
 	int rc = 0, reached = 0;
 
 	if (argc < 4 || argc > 5) {
@@ -111,6 +138,11 @@ int main(int argc, char **argv)
 		printf("iter %ld step %.6f cpu %.6f objective %.9g heldout %.9g\n", k, t1 - t0, c1 - c0,
 		       f, h);
 		fflush(stdout);
+		if (dprefix && *dprefix && devery > 0 && k % devery == 0 &&
+		    dump(st, dprefix, dname && *dname ? dname : "word_topic", k)) {
+			rc = 2;
+			break;
+		}
 		if (!isnan(target) && !isnan(h) &&
 		    (def->heldout_higher_better ? h >= target : h <= target)) {
 			printf("target %ld elapsed %.6f cpu %.6f\n", k, spent, spent_cpu);
