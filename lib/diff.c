@@ -91,7 +91,79 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct part *p)	\
 	p->n = n;								\
 }
 
-DEF_KERNEL(kern_f32, float)
+/*
+ * f32, the common case, by hand in GCC vector types: the same four lanes
+ * (lanes 0-1 and 2-3 in two registers), so the sums are bit-identical to
+ * DEF_KERNEL's, but the loop is SIMD even at -O2 without -mavx.
+ */
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2i __attribute__((vector_size(16)));
+
+static void kern_f32(const void *va, const void *vb, uint64_t n, struct part *p)
+{
+	const float *a = va, *b = vb;
+	struct scar_sum L1 = { 0, 0 }, L2 = { 0, 0 }, AA = { 0, 0 }, BB = { 0, 0 };
+	const v2i absmask = { INT64_MAX, INT64_MAX };
+	double mx = 0;
+	uint64_t ch = 0;
+
+	for (uint64_t i = 0; i < n; i += BLOCK) {
+		uint64_t m = n - i < BLOCK ? n - i : BLOCK, j = 0;
+		v2d s1a = { 0, 0 }, s1b = { 0, 0 }, s2a = { 0, 0 }, s2b = { 0, 0 };
+		v2d saa = { 0, 0 }, sab = { 0, 0 }, sba = { 0, 0 }, sbb = { 0, 0 };
+		v2d mma = { 0, 0 }, mmb = { 0, 0 };
+		v2i ca = { 0, 0 }, cb = { 0, 0 };
+		const float *x = a + i, *y = b + i;
+
+		for (; j + 4 <= m; j += 4) {
+			v2d u0 = { x[j], x[j + 1] }, u1 = { x[j + 2], x[j + 3] };
+			v2d v0 = { y[j], y[j + 1] }, v1 = { y[j + 2], y[j + 3] };
+			v2d d0 = u0 - v0, d1 = u1 - v1;
+			v2d a0 = (v2d)((v2i)d0 & absmask), a1 = (v2d)((v2i)d1 & absmask);
+			v2i g0 = a0 > mma, g1 = a1 > mmb;
+
+			s1a += a0;
+			s1b += a1;
+			s2a += d0 * d0;
+			s2b += d1 * d1;
+			saa += u0 * u0;
+			sab += u1 * u1;
+			sba += v0 * v0;
+			sbb += v1 * v1;
+			mma = (v2d)(((v2i)a0 & g0) | ((v2i)mma & ~g0));
+			mmb = (v2d)(((v2i)a1 & g1) | ((v2i)mmb & ~g1));
+			ca -= (v2i)(u0 != v0);
+			cb -= (v2i)(u1 != v1);
+		}
+		for (; j < m; j++) {
+			double u = x[j], v = y[j], d = u - v, ad = fabs(d);
+
+			s1a[0] += ad;
+			s2a[0] += d * d;
+			saa[0] += u * u;
+			sba[0] += v * v;
+			mma[0] = ad > mma[0] ? ad : mma[0];
+			ca[0] += x[j] != y[j];
+		}
+		scar_sum_add(&L1, (s1a[0] + s1a[1]) + (s1b[0] + s1b[1]));
+		scar_sum_add(&L2, (s2a[0] + s2a[1]) + (s2b[0] + s2b[1]));
+		scar_sum_add(&AA, (saa[0] + saa[1]) + (sab[0] + sab[1]));
+		scar_sum_add(&BB, (sba[0] + sba[1]) + (sbb[0] + sbb[1]));
+		mx = mma[0] > mx ? mma[0] : mx;
+		mx = mma[1] > mx ? mma[1] : mx;
+		mx = mmb[0] > mx ? mmb[0] : mx;
+		mx = mmb[1] > mx ? mmb[1] : mx;
+		ch += (uint64_t)(ca[0] + ca[1] + cb[0] + cb[1]);
+	}
+	p->l1 = scar_sum_value(&L1);
+	p->l2 = scar_sum_value(&L2);
+	p->aa = scar_sum_value(&AA);
+	p->bb = scar_sum_value(&BB);
+	p->mx = mx;
+	p->ch = ch;
+	p->n = n;
+}
+
 DEF_KERNEL(kern_f64, double)
 DEF_KERNEL(kern_i32, int32_t)
 DEF_KERNEL(kern_u32, uint32_t)

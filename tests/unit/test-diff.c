@@ -103,6 +103,46 @@ static void test_adversarial(void)
 	free(b);
 }
 
+/* The hand-vectorised f32 kernel sums exactly as the generic one does on the same values. */
+static void test_f32_kernel(void)
+{
+	size_t n = 100003;
+	float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+	double *a8 = malloc(n * sizeof(double)), *b8 = malloc(n * sizeof(double));
+	struct scar_diff_acc x, y;
+	struct scar_rng rng;
+
+	CHECK(a && b && a8 && b8);
+	if (!a || !b || !a8 || !b8)
+		return;
+	scar_rng_seed(&rng, 11);
+	for (size_t i = 0; i < n; i++) {
+		a[i] = (float)(scar_rng_normal(&rng) * 100);
+		b[i] = i % 7 ? a[i] + (float)scar_rng_normal(&rng) : a[i];
+		a8[i] = a[i];
+		b8[i] = b[i];
+	}
+	for (size_t off = 0, step = 1; off < n; off += step, step = step * 5 % 4099 + 1) {
+		size_t m = n - off < step ? n - off : step;
+
+		scar_diff_acc_init(&x);
+		scar_diff_acc_init(&y);
+		scar_diff_acc_add(&x, a + off, b + off, SCAR_F32, m);
+		scar_diff_acc_add(&y, a8 + off, b8 + off, SCAR_F64, m);
+		CHECK(memcmp(&x, &y, sizeof(x)) == 0);
+	}
+	scar_diff_acc_init(&x);
+	scar_diff_acc_init(&y);
+	scar_diff_acc_add(&x, a, b, SCAR_F32, n);
+	scar_diff_acc_add(&y, a8, b8, SCAR_F64, n);
+	CHECK(memcmp(&x, &y, sizeof(x)) == 0);
+	CHECK(x.changed == n - (n + 6) / 7);
+	free(a);
+	free(b);
+	free(a8);
+	free(b8);
+}
+
 static void test_small(void)
 {
 	float a[] = { 1, 2, 3, 4, 5 }, b[] = { 1, 2, 0, 4, 9 };
@@ -358,6 +398,7 @@ int main(void)
 		return 2;
 	}
 	test_small();
+	test_f32_kernel();
 	test_adversarial();
 	test_states();
 	test_files();
