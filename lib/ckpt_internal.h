@@ -93,6 +93,18 @@ int64_t scar_ckpt_read_full(int fd, void *buf, size_t n);
 /* As read_full with pread(2) at off. */
 int64_t scar_ckpt_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
+/* xxHash-32 (the LZ4 frame checksums), one-shot and streaming. */
+struct ckpt_xxh32 {
+	uint32_t v[4], seed;
+	uint64_t total;
+	unsigned char buf[16];
+	size_t nbuf;
+};
+void scar_ckpt_xxh32_init(struct ckpt_xxh32 *s, uint32_t seed);
+void scar_ckpt_xxh32_update(struct ckpt_xxh32 *s, const void *buf, size_t n);
+uint32_t scar_ckpt_xxh32_digest(const struct ckpt_xxh32 *s);
+uint32_t scar_ckpt_xxh32(const void *buf, size_t n, uint32_t seed);
+
 /* Software CRC-32C, for testing the table path against the hardware one. */
 uint32_t scar_ckpt_crc32c_soft(uint32_t crc, const void *buf, size_t len);
 

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <lz4.h>
 #include <lz4frame.h>
 
 #include "scar/ckpt.h"
@@ -663,90 +664,152 @@ struct sec_ctx {
 #define SECFMT "section %zu (tensor '%s', shard %u): "
 #define SECARG(x) (x)->no, (x)->tname, (x)->shard
 
+/* Feed n bytes of the frame to LZ4F and take what it decodes. */
+struct lz4_out {
+	unsigned char *dst;		/* next output byte, or NULL for the scratch buffer */
+	uint64_t produced, raw_len;
+	const struct ckpt_sink *sink;
+	struct ckpt_xxh32 content;
+};
+
+static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_t at,
+		    const unsigned char *src, size_t n, struct lz4_out *o, size_t *ret,
+		    struct scar_error *err)
+{
+	LZ4F_decompressOptions_t opt;
+	size_t pos = 0;
+	int rc;
+
+	memset(&opt, 0, sizeof(opt));
+#if LZ4_VERSION_NUMBER >= 10904
+	opt.skipChecksums = 1;	/* checked by the caller, faster (ckpt_xxh32.c) */
+#endif
+	while (pos < n) {
+		size_t in = n - pos, cap;
+		unsigned char *out = o->dst ? o->dst : r->scratch;
+
+		cap = o->dst ? (size_t)(o->raw_len - o->produced) : r->scratch_cap;
+		*ret = LZ4F_decompress(r->dctx, out, &cap, src + pos, &in, &opt);
+		if (LZ4F_isError(*ret))
+			return rerr_at(r, err, SCAR_ECORRUPT, at + pos, SECFMT "%s", SECARG(x),
+				       lz4_problem(*ret));
+		pos += in;
+		if (cap > o->raw_len - o->produced)
+			return rerr_at(r, err, SCAR_ECORRUPT, at + pos,
+				       SECFMT "LZ4 frame decodes to more than %llu bytes", SECARG(x),
+				       (unsigned long long)o->raw_len);
+		scar_ckpt_xxh32_update(&o->content, out, cap);
+		o->produced += cap;
+		if (o->dst)
+			o->dst += cap;
+		else if (o->sink && cap && (rc = o->sink->put(o->sink->ctx, out, cap)))
+			return rerr_at(r, err, rc, at + pos, SECFMT "cannot store the rows", SECARG(x));
+		if (*ret == 0 && pos < n)
+			return rerr_at(r, err, SCAR_ECORRUPT, at + pos,
+				       SECFMT "data after the end of the LZ4 frame", SECARG(x));
+		if (!in && !cap)
+			return rerr_at(r, err, SCAR_ECORRUPT, at + pos,
+				       SECFMT "LZ4 frame decodes to more than %llu bytes", SECARG(x),
+				       (unsigned long long)o->raw_len);
+	}
+	return 0;
+}
+
+/*
+ * An LZ4 section: the frame is walked block by block here (its layout is
+ * fixed by format v1), each block's and the content's xxHash-32 checked, and
+ * each whole block handed to LZ4F to decode.
+ */
 static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct sec_ctx *x,
 		      unsigned bcode, uint64_t raw_len, uint64_t stored_len, unsigned char *dst,
 		      const struct ckpt_sink *sink, struct scar_error *err)
 {
-	uint64_t left = stored_len, produced = 0, poff = (c->random ? c->pos : r->off);
-	size_t want = 15, bs = ckpt_block_size(bcode);
-	unsigned char *out = dst;
-	int first = 1, rc;
-	size_t ret = 1;
+	uint64_t left = stored_len, poff = c->random ? c->pos : r->off, at = poff;
+	size_t bs = ckpt_block_size(bcode), ret = 1;
+	struct lz4_out o;
+	unsigned char *h;
+	int rc;
 
-	if (grow_buf(&r->chunk, &r->chunk_cap, bs + 64) ||
+	if (grow_buf(&r->chunk, &r->chunk_cap, bs + 16) ||
 	    (!dst && grow_buf(&r->scratch, &r->scratch_cap, bs)))
 		return rerr(r, err, SCAR_ENOMEM, SECFMT "out of memory", SECARG(x));
 	if (!r->dctx && LZ4F_isError(LZ4F_createDecompressionContext(&r->dctx, LZ4F_VERSION)))
 		return rerr(r, err, SCAR_ENOMEM, SECFMT "out of memory", SECARG(x));
 	LZ4F_resetDecompressionContext(r->dctx);
-	while (left) {
-		size_t n = want < left ? want : (size_t)left, pos = 0;
-		uint64_t at = c->random ? c->pos : r->off;
+	o.dst = dst;
+	o.produced = 0;
+	o.raw_len = raw_len;
+	o.sink = sink;
+	scar_ckpt_xxh32_init(&o.content, 0);
+	h = r->chunk;
 
-		if (n > r->chunk_cap)
-			n = r->chunk_cap;
-		if (n < 15 && first)
-			n = (size_t)(left < 15 ? left : 15);
-		if ((rc = in_read(r, c, r->chunk, n, "section payload", err)))
+	/* Everything in the frame header is fixed by format v1 but its checksum
+	 * byte, so check it exactly: LZ4's one-byte header checksum alone would
+	 * miss 1 in 256 damaged headers. */
+	if ((rc = in_read(r, c, h, 15, "section payload", err)))
+		return rc;
+	left -= 15;
+	if (ckpt_get32(h) != CKPT_LZ4_MAGIC)
+		return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "bad LZ4 frame magic", SECARG(x));
+	if (h[4] != CKPT_LZ4_FLG || h[5] != (4 + bcode) << 4)
+		return rerr_at(r, err, SCAR_ECORRUPT, at + 4,
+			       SECFMT "LZ4 frame descriptor is not the one format v1 requires", SECARG(x));
+	if (ckpt_get64(h + 6) != raw_len)
+		return rerr_at(r, err, SCAR_ECORRUPT, at + 6,
+			       SECFMT "LZ4 frame content size disagrees with the section header",
+			       SECARG(x));
+	if (((scar_ckpt_xxh32(h + 4, 10, 0) >> 8) & 0xFF) != h[14])
+		return rerr_at(r, err, SCAR_ECORRUPT, at + 14,
+			       SECFMT "LZ4 frame header checksum mismatch", SECARG(x));
+	if ((rc = lz4_feed(r, x, at, h, 15, &o, &ret, err)))
+		return rc;
+	for (;;) {
+		uint32_t bsz, size;
+
+		at = c->random ? c->pos : r->off;
+		if (left < 4)
+			return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "LZ4 frame ends early", SECARG(x));
+		if ((rc = in_read(r, c, h, 4, "section payload", err)))
 			return rc;
-		left -= n;
-		if (first) {
-			/* Everything in the frame header is fixed by format v1 but its
-			 * checksum byte, so check it exactly: LZ4's one-byte header
-			 * checksum alone would miss 1 in 256 damaged headers. */
-			if (n < 15 || ckpt_get32(r->chunk) != CKPT_LZ4_MAGIC)
-				return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "bad LZ4 frame magic",
-					       SECARG(x));
-			if (r->chunk[4] != CKPT_LZ4_FLG || r->chunk[5] != (4 + bcode) << 4)
+		left -= 4;
+		bsz = ckpt_get32(h);
+		if (bsz == 0) {
+			if (left != 4)
+				return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "%s", SECARG(x),
+					       left < 4 ? "LZ4 frame ends early"
+							: "data after the end of the LZ4 frame");
+			if ((rc = in_read(r, c, h + 4, 4, "section payload", err)))
+				return rc;
+			if (o.produced != raw_len)
+				return rerr_at(r, err, SCAR_ECORRUPT, at,
+					       SECFMT "LZ4 frame holds %llu bytes, not %llu", SECARG(x),
+					       (unsigned long long)o.produced, (unsigned long long)raw_len);
+			if (scar_ckpt_xxh32_digest(&o.content) != ckpt_get32(h + 4))
 				return rerr_at(r, err, SCAR_ECORRUPT, at + 4,
-					       SECFMT "LZ4 frame descriptor is not the one format v1 requires",
+					       SECFMT "content checksum mismatch", SECARG(x));
+			if ((rc = lz4_feed(r, x, at, h, 8, &o, &ret, err)))
+				return rc;
+			if (ret != 0)
+				return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "LZ4 frame ends early",
 					       SECARG(x));
-			if (ckpt_get64(r->chunk + 6) != raw_len)
-				return rerr_at(r, err, SCAR_ECORRUPT, at + 6,
-					       SECFMT "LZ4 frame content size disagrees with the section header",
-					       SECARG(x));
-			first = 0;
+			return 0;
 		}
-		while (pos < n) {
-			size_t in = n - pos, cap;
-
-			if (dst) {
-				cap = (size_t)(raw_len - produced);
-			} else {
-				out = r->scratch;
-				cap = r->scratch_cap;
-			}
-			ret = LZ4F_decompress(r->dctx, out, &cap, r->chunk + pos, &in, NULL);
-			if (LZ4F_isError(ret))
-				return rerr_at(r, err, SCAR_ECORRUPT, at + pos, SECFMT "%s", SECARG(x),
-					       lz4_problem(ret));
-			pos += in;
-			produced += cap;
-			if (dst)
-				out += cap;
-			else if (sink && cap && (rc = sink->put(sink->ctx, r->scratch, cap)))
-				return rerr_at(r, err, rc, at + pos, SECFMT "cannot store the rows",
-					       SECARG(x));
-			if (ret == 0)
-				break;
-			if (!in && !cap)
-				return rerr_at(r, err, SCAR_ECORRUPT, at + pos,
-					       SECFMT "LZ4 frame decodes to more than %llu bytes",
-					       SECARG(x), (unsigned long long)raw_len);
-		}
-		if (ret == 0 && (pos < n || left))
-			return rerr_at(r, err, SCAR_ECORRUPT, at + pos,
-				       SECFMT "data after the end of the LZ4 frame", SECARG(x));
-		want = ret ? ret : 1;
+		size = bsz & 0x7FFFFFFFu;
+		if (size > bs || (uint64_t)size + 4 > left)
+			return rerr_at(r, err, SCAR_ECORRUPT, at,
+				       SECFMT "LZ4 block of %u bytes does not fit", SECARG(x), size);
+		if ((rc = in_read(r, c, h + 4, (size_t)size + 4, "section payload", err)))
+			return rc;
+		left -= (uint64_t)size + 4;
+		if (scar_ckpt_xxh32(h + 4, size, 0) != ckpt_get32(h + 4 + size))
+			return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "LZ4 block checksum mismatch",
+				       SECARG(x));
+		if ((rc = lz4_feed(r, x, at, h, (size_t)size + 8, &o, &ret, err)))
+			return rc;
+		if (ret == 0)
+			return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "LZ4 frame ends early",
+				       SECARG(x));
 	}
-	if (ret != 0)
-		return rerr_at(r, err, SCAR_ECORRUPT, poff + stored_len,
-			       SECFMT "LZ4 frame ends early", SECARG(x));
-	if (produced != raw_len)
-		return rerr_at(r, err, SCAR_ECORRUPT, poff,
-			       SECFMT "LZ4 frame holds %llu bytes, not %llu", SECARG(x),
-			       (unsigned long long)produced, (unsigned long long)raw_len);
-	return 0;
 }
 
 static int decode_raw(struct scar_ckpt_reader *r, struct cursor *c, const struct sec_ctx *x,
@@ -1280,6 +1343,21 @@ static int load_reader(struct scar_ckpt_reader *r, struct scar_state **out,
 		return rerr(r, err, SCAR_ECORRUPT,
 			    "metadata declares %llu bytes of rows, more than a %llu-byte file can hold",
 			    (unsigned long long)present_bytes, (unsigned long long)r->fsize);
+	/* A pipe cannot be measured: at least refuse what no memory could hold. */
+	{
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		uint64_t total = 0, mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+
+		for (size_t i = 0; i < in->ntensors; i++) {
+			uint64_t b = in->tensors[i].rows * r->row_bytes[i];
+
+			total = total + b < total ? UINT64_MAX : total + b;
+		}
+		if (mem && total > mem)
+			return rerr(r, err, SCAR_ENOMEM,
+				    "checkpoint declares %llu bytes of tensors, more than the %llu bytes of memory",
+				    (unsigned long long)total, (unsigned long long)mem);
+	}
 	if ((rc = scar_state_new(&st, in->model, err)))
 		return rc;
 	st->iteration = in->iteration;
