@@ -5,6 +5,9 @@ load helper
 
 mkckpt() { "$SCAR_ROOT/tools/mkckpt" "$@"; }
 
+# The JSON checks use jq(1).
+need_jq() { command -v jq >/dev/null || skip "jq not installed"; }
+
 @test "convert - - | verify - : the round trip through pipes" {
 	mkckpt --bytes 64K --cols 32 --shards 8 --no-sync --raw w.raw a.ckpt
 	run -0 bash -c 'scar-ckpt convert - - < a.ckpt | scar-ckpt verify -'
@@ -14,6 +17,7 @@ mkckpt() { "$SCAR_ROOT/tools/mkckpt" "$@"; }
 }
 
 @test "a generator writing to stdout feeds info and export" {
+	need_jq
 	run -0 bash -c '"$SCAR_ROOT/tools/mkckpt" --bytes 4K --cols 16 --shards 2 --iteration 3 - | scar-ckpt info --json -'
 	[[ $output == *'"iteration":3'* ]]
 	[[ $output == *'"shards":2'* ]]
@@ -22,6 +26,7 @@ mkckpt() { "$SCAR_ROOT/tools/mkckpt" "$@"; }
 }
 
 @test "import from stdin and export to stdout" {
+	need_jq
 	mkckpt --bytes 8K --cols 16 --shards 2 --no-sync --raw w.raw a.ckpt
 	scar-ckpt export --tensor w -o w.npy a.ckpt
 	run -0 bash -c 'scar-ckpt import --name w --shards 4 -o - - < w.npy | scar-ckpt export --tensor w --format raw - > back.raw'
@@ -34,6 +39,7 @@ mkckpt() { "$SCAR_ROOT/tools/mkckpt" "$@"; }
 }
 
 @test "apply and verify read stdin" {
+	need_jq
 	mkckpt --bytes 2K --cols 8 --iteration 0 --no-sync base.ckpt
 	mkckpt --bytes 2K --cols 8 --iteration 4 --seed 7 --present 1:3 --no-sync p.ckpt
 	run -0 bash -c 'scar-ckpt apply - p.ckpt < base.ckpt | scar-ckpt info --json - | jq .iteration'
@@ -51,6 +57,7 @@ mkckpt() { "$SCAR_ROOT/tools/mkckpt" "$@"; }
 }
 
 @test "a reader that goes away ends the writer quietly" {
+	need_jq
 	mkckpt --bytes 4M --cols 64 --no-sync a.ckpt
 	run -0 bash -c 'scar-ckpt export --tensor w --format json a.ckpt 2> err | head -c 10 > /dev/null; cat err'
 	[ -z "$output" ]

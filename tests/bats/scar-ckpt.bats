@@ -5,14 +5,11 @@ load helper
 
 mkckpt() { "$SCAR_ROOT/tools/mkckpt" "$@"; }
 
-# json FILE FILTER: print FILTER applied to FILE's JSON (jq, else python3).
-json() {
-	if command -v jq >/dev/null; then
-		jq -c "$2" "$1"
-	else
-		skip "jq not installed"
-	fi
-}
+# The JSON checks use jq(1).
+need_jq() { command -v jq >/dev/null || skip "jq not installed"; }
+
+# json FILE FILTER: FILTER applied to FILE's JSON, compact.
+json() { jq -c "$2" "$1"; }
 
 # flip_byte FILE OFFSET: invert every bit of one byte in place.
 flip_byte() {
@@ -96,6 +93,7 @@ small() {
 }
 
 @test "info --json is one object with the tensor table and section sizes" {
+	need_jq
 	small
 	scar-ckpt info --json a.ckpt > i.json
 	[ "$(wc -l < i.json)" -eq 1 ]
@@ -141,6 +139,7 @@ small() {
 }
 
 @test "verify and info name the file and section of a flipped payload byte" {
+	need_jq
 	small
 	off=$(scar-ckpt info --json a.ckpt | jq '.sections[1].offset + 48 + 20')
 	flip_byte a.ckpt "$off"
@@ -156,6 +155,7 @@ small() {
 }
 
 @test "truncation at every section boundary and mid-section is damage" {
+	need_jq
 	small
 	scar-ckpt info --json a.ckpt > i.json
 	size=$(wc -c < a.ckpt)
@@ -214,6 +214,7 @@ small() {
 }
 
 @test "export --rows and --shard select rows, in row order" {
+	need_jq
 	small
 	scar-ckpt export --tensor w --rows 2:4 -o r.raw a.ckpt
 	tail -c +$((2 * 32 + 1)) w.raw | head -c 64 > want.raw
@@ -241,6 +242,7 @@ small() {
 }
 
 @test "export JSON of a seekable file and of a pipe agree; values match raw" {
+	need_jq
 	small
 	scar-ckpt export --tensor w --format json a.ckpt > f.json
 	scar-ckpt export --tensor w --format json - < a.ckpt > p.json
@@ -252,6 +254,7 @@ small() {
 }
 
 @test "export npy writes a valid NPY 1.0 header and import reads it back" {
+	need_jq
 	small
 	scar-ckpt export --tensor w -o w.npy a.ckpt
 	[ "$(head -c 6 w.npy | od -An -c | tr -d ' ')" = '223NUMPY' ]
@@ -269,6 +272,7 @@ small() {
 }
 
 @test "import raw arrays: dtype, shape, names, roles, size checks" {
+	need_jq
 	small
 	run -2 scar-ckpt import -o b.ckpt w.raw
 	[[ $output == *"needs --dtype and --shape"* ]]
@@ -297,6 +301,7 @@ small() {
 }
 
 @test "apply reconstructs the saved view from partials, in iteration order" {
+	need_jq
 	mkckpt --bytes 2048 --cols 8 --shards 4 --seed 1 --iteration 0 --no-sync base.ckpt
 	mkckpt --bytes 2048 --cols 8 --shards 4 --seed 2 --iteration 5 --present 0:4 --no-sync p5.ckpt
 	mkckpt --bytes 2048 --cols 8 --shards 4 --seed 3 --iteration 10 --present 2:6 --no-sync p10.ckpt
@@ -345,6 +350,7 @@ small() {
 }
 
 @test "convert re-shards, changes precision and compression, keeps values" {
+	need_jq
 	small
 	scar-ckpt convert --shards 3 --no-sync a.ckpt b.ckpt
 	scar-ckpt info --json b.ckpt > b.json
@@ -368,6 +374,7 @@ small() {
 }
 
 @test "convert in place keeps the input on failure and replaces it on success" {
+	need_jq
 	small
 	cp a.ckpt keep.ckpt
 	scar-ckpt convert --shards 2 a.ckpt a.ckpt
@@ -389,6 +396,7 @@ small() {
 }
 
 @test "ls lists iteration, kind and size; damaged files with a warning" {
+	need_jq
 	mkdir run
 	mkckpt --bytes 2048 --cols 8 --iteration 0 --no-sync run/c0.ckpt
 	mkckpt --bytes 2048 --cols 8 --iteration 20 --no-sync run/c20.ckpt
@@ -450,6 +458,7 @@ small() {
 }
 
 @test "the man page's EXAMPLES run" {
+	need_jq
 	mkdir run
 	mkckpt --bytes 64K --cols 64 --shards 4 --iteration 0 --no-sync run/ckpt-0.ckpt
 	mkckpt --bytes 64K --cols 64 --shards 4 --iteration 20 --seed 2 --present 0:32 --no-sync run/ckpt-20.ckpt
@@ -470,6 +479,7 @@ small() {
 }
 
 @test "import reads NPY 2.0, big-endian data, and refuses Fortran order and bad headers" {
+	need_jq
 	command -v python3 >/dev/null || skip "python3 not installed"
 	python3 - <<'PY'
 import struct
