@@ -11,7 +11,8 @@
 #     Target: at least 0.8x the speed of lz4.
 #
 # Wall-clock medians of BENCH_RUNS runs (default 5) after one warm-up run,
-# side by side with the ratio. BENCH_QUICK=1 uses 1e7 instead of 5e7
+# side by side with the ratio; with /usr/bin/time, also CPU-time (user +
+# system) medians, which a busy machine disturbs less. BENCH_QUICK=1 uses 1e7 instead of 5e7
 # elements per array. The numpy peer runs with Debian's /usr/bin/python3 and
 # without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE.
 set -eu
@@ -58,23 +59,37 @@ EOF
 	done
 fi
 
-# median wall seconds of "$@" over $runs runs (after one warm-up); exit 1 is fine (differ)
+# "WALL CPU": median wall and CPU seconds of command "$@" (a program, not a
+# shell function) over $runs runs after one warm-up; CPU is "-" without
+# /usr/bin/time. Exit status 1 is fine (scar-diff: they differ).
 timeit() {
 	"$@" >/dev/null 2>&1 || [ $? -eq 1 ]
 	: >"$dir/times"
+	: >"$dir/cpu"
 	i=0
 	while [ $i -lt "$runs" ]; do
 		s=$(date +%s%N)
-		"$@" >/dev/null 2>&1 || [ $? -eq 1 ]
+		if [ -x /usr/bin/time ]; then
+			/usr/bin/time -o "$dir/one" -f '%U %S' "$@" >/dev/null 2>&1 || [ $? -eq 1 ]
+			tail -n 1 "$dir/one" | awk '{ print $1 + $2 }' >>"$dir/cpu"
+		else
+			"$@" >/dev/null 2>&1 || [ $? -eq 1 ]
+		fi
 		e=$(date +%s%N)
 		echo $(((e - s) / 1000)) >>"$dir/times"
 		i=$((i + 1))
 	done
-	sort -n "$dir/times" | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] / 1e6 }'
+	w=$(sort -n "$dir/times" | awk '{ v[NR] = $1 } END { printf "%.3f", v[int((NR + 1) / 2)] / 1e6 }')
+	c=$(sort -g "$dir/cpu" | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f", v[int((NR + 1) / 2)]; else print "-" }')
+	echo "$w $c"
 }
 
-lz4_both() {
-	lz4 -d -c "$1" >/dev/null && lz4 -d -c "$2" >/dev/null
+# row LABEL "SCAR_WALL SCAR_CPU" "PEER_WALL PEER_CPU" TARGET
+row() {
+	set -- "$1" $2 $3 "$4"
+	printf '%-34s %8ss %8ss %6.2fx   %8ss %8ss %6s   %s\n' "$1" "$2" "$4" \
+		"$(echo "$4 $2" | awk '{ print $1 / $2 }')" "$3" "$5" \
+		"$(echo "$5 $3" | awk '$2 > 0 { printf "%.2fx", $1 / $2; next } { print "-" }')" "$6"
 }
 
 rss() {
@@ -94,19 +109,17 @@ np=$(peer "$PY" bench/peers/diff_numpy.py "$A.npy" "$B.npy")
 echo "l2: scar-diff $l2; numpy $np"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 
-printf '%-34s %10s %10s %8s  %s\n' case scar-diff peer ratio target
-s=$(timeit ./scar-diff "$A.npy" "$B.npy")
-p=$(timeit peer "$PY" bench/peers/diff_numpy.py "$A.npy" "$B.npy")
-printf '%-34s %9ss %9ss %7.2fx  %s\n' "npy uncompressed vs numpy" "$s" "$p" \
-	"$(echo "$p $s" | awk '{ print $1 / $2 }')" "peer/scar >= 2"
+printf '%-34s %9s %9s %7s   %9s %9s %6s   %s\n' case "scar wall" "peer wall" ratio \
+	"scar cpu" "peer cpu" ratio "target (peer/scar)"
+row "npy uncompressed vs numpy" "$(timeit ./scar-diff "$A.npy" "$B.npy")" \
+	"$(timeit env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$PY" bench/peers/diff_numpy.py \
+		"$A.npy" "$B.npy")" ">= 2"
 for p in "" q-; do
 	A=$dir/${p}a-$rows
 	B=$dir/${p}b-$rows
-	label="ckpt lz4 ${p:+bf16-rounded }vs lz4 -d"
-	s=$(timeit ./scar-diff "$A.ckpt" "$B.ckpt")
-	l=$(timeit lz4_both "$A.lz4" "$B.lz4")
-	printf '%-34s %9ss %9ss %7.2fx  %s\n' "$label" "$s" "$l" \
-		"$(echo "$l $s" | awk '{ print $1 / $2 }')" "lz4/scar >= 0.8"
+	row "ckpt lz4 ${p:+bf16-rounded }vs lz4 -d" "$(timeit ./scar-diff "$A.ckpt" "$B.ckpt")" \
+		"$(timeit sh -c 'lz4 -d -c "$1" >/dev/null && lz4 -d -c "$2" >/dev/null' _ \
+			"$A.lz4" "$B.lz4")" ">= 0.8"
 done
 A=$dir/a-$rows
 B=$dir/b-$rows
