@@ -10,20 +10,25 @@ load helper
 
 PY=/usr/bin/python3
 
+# Two models with different dtypes: mlr has f32 weights and u64/u32
+# state, ridge f64 weights.
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	scar-train -q -m mlr -n 6 --shards 4 --no-timing --save mlr.ckpt --events /dev/null
+	scar-train -q -m ridge -n 6 --shards 3 --no-timing --save ridge.ckpt --events /dev/null
+}
+
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 	if [ ! -x "$PY" ] || ! "$PY" -c 'import numpy' 2>/dev/null; then
 		skip "python3-numpy is not installed ($PY cannot import numpy)"
 	fi
-	# Two models with different dtypes: mlr has f32 weights and u64/u32
-	# state, ridge f64 weights.
-	scar-train -q -m mlr -n 6 --shards 4 --no-timing --save mlr.ckpt --events /dev/null
-	scar-train -q -m ridge -n 6 --shards 3 --no-timing --save ridge.ckpt --events /dev/null
+	cp "$BATS_FILE_TMPDIR/mlr.ckpt" "$BATS_FILE_TMPDIR/ridge.ckpt" .
 }
 
-# The reader side, in Python: compare an array file with a JSON export.
-#   py_compare KIND FILE JSON [NAME]   KIND npy or safetensors
+# The reader side, in Python: compare array files with JSON exports.
+#   py_compare KIND:FILE:JSON[:NAME]...   KIND npy or safetensors
 py_compare() {
 	"$PY" - "$@" <<'EOF'
 import json, struct, sys
@@ -50,36 +55,36 @@ def read_safetensors(path, name):
     a = np.frombuffer(blob[8 + n + lo:8 + n + hi], dtype=dt)
     return a.reshape(t["shape"])
 
-kind, path, jpath = sys.argv[1:4]
-name = sys.argv[4] if len(sys.argv) > 4 else None
-a = np.load(path) if kind == "npy" else read_safetensors(path, name)
-with open(jpath) as f:
-    j = json.load(f)
-want = np.dtype(DT[j["dtype"]])
-if a.dtype != want:
-    sys.exit("dtype %s, JSON says %s" % (a.dtype, want))
-if list(a.shape) != j["shape"]:
-    sys.exit("shape %s, JSON says %s" % (a.shape, j["shape"]))
-b = np.array(j["data"], dtype=want).reshape(j["shape"])
-if a.tobytes() != b.tobytes():
-    bad = np.argwhere(a != b)
-    sys.exit("values differ at %d places, first %s: %r vs %r"
-             % (len(bad), bad[0], a[tuple(bad[0])], b[tuple(bad[0])]))
-print("ok", j["tensor"], a.dtype, a.shape)
+for spec in sys.argv[1:]:
+    kind, path, jpath, name = (spec.split(":") + [None])[:4]
+    a = np.load(path) if kind == "npy" else read_safetensors(path, name)
+    with open(jpath) as f:
+        j = json.load(f)
+    want = np.dtype(DT[j["dtype"]])
+    if a.dtype != want:
+        sys.exit("%s: dtype %s, JSON says %s" % (path, a.dtype, want))
+    if list(a.shape) != j["shape"]:
+        sys.exit("%s: shape %s, JSON says %s" % (path, a.shape, j["shape"]))
+    b = np.array(j["data"], dtype=want).reshape(j["shape"])
+    if a.tobytes() != b.tobytes():
+        bad = np.argwhere(a != b)
+        sys.exit("%s: values differ at %d places, first %s: %r vs %r"
+                 % (path, len(bad), bad[0], a[tuple(bad[0])], b[tuple(bad[0])]))
+    print("ok", path, j["tensor"], a.dtype, a.shape)
 EOF
 }
 
 @test "scar-ckpt export --format npy: numpy reads the values the JSON export has" {
-	local c t
+	local c t specs=()
 	for c in mlr:weights mlr:rng mlr:order ridge:w; do
 		t=${c#*:}
 		run -0 scar-ckpt export --tensor "$t" --format npy -o "$t.npy" "${c%%:*}.ckpt"
 		scar-ckpt export --tensor "$t" --format json "${c%%:*}.ckpt" > "$t.json"
-		run -0 py_compare npy "$t.npy" "$t.json"
+		specs+=("npy:$t.npy:$t.json")
 	done
 	# to stdout, too
 	scar-ckpt export --tensor weights --format npy mlr.ckpt > out.npy
-	run -0 py_compare npy out.npy weights.json
+	run -0 py_compare "${specs[@]}" npy:out.npy:weights.json
 }
 
 @test "scar-ckpt export --shard and --rows: numpy sees the rows the JSON names" {
@@ -88,8 +93,7 @@ EOF
 	scar-ckpt export --tensor weights --shard 1 --format json mlr.ckpt > s1.json
 	scar-ckpt export --tensor weights --rows 3:9 --format npy -o r.npy mlr.ckpt
 	scar-ckpt export --tensor weights --rows 3:9 --format json mlr.ckpt > r.json
-	run -0 py_compare npy s1.npy s1.json
-	run -0 py_compare npy r.npy r.json
+	run -0 py_compare npy:s1.npy:s1.json npy:r.npy:r.json
 	run -0 "$PY" - <<'EOF'
 import json
 import numpy as np
@@ -104,13 +108,14 @@ EOF
 }
 
 @test "scar-ckpt export --format safetensors: numpy reads the values the JSON export has" {
-	local c t
+	local c t specs=()
 	for c in mlr:weights mlr:rng ridge:w; do
 		t=${c#*:}
 		run -0 scar-ckpt export --tensor "$t" --format safetensors -o "$t.safetensors" "${c%%:*}.ckpt"
 		scar-ckpt export --tensor "$t" --format json "${c%%:*}.ckpt" > "$t.json"
-		run -0 py_compare safetensors "$t.safetensors" "$t.json" "$t"
+		specs+=("safetensors:$t.safetensors:$t.json:$t")
 	done
+	run -0 py_compare "${specs[@]}"
 }
 
 @test "numpy-written .npy files import into a checkpoint with the same values" {
@@ -131,10 +136,7 @@ EOF
 	scar-ckpt export --tensor bias --format json b.ckpt > b.json
 	scar-ckpt export --tensor n --format json n.ckpt > n.json
 	scar-ckpt export --tensor wf --format json wf.ckpt > wf.json
-	run -0 py_compare npy w.npy w.json
-	run -0 py_compare npy b.npy b.json
-	run -0 py_compare npy n.npy n.json
-	run -0 py_compare npy wf.npy wf.json
+	run -0 py_compare npy:w.npy:w.json npy:b.npy:b.json npy:n.npy:n.json npy:wf.npy:wf.json
 	# and the checkpoint says what it was told
 	run -0 scar-ckpt info --json w.ckpt
 	run -0 jq -e '.model == "demo" and .iteration == 7 and .shards == 4' <<<"$output"
@@ -175,7 +177,7 @@ EOF
 	run -0 scar-ckpt import -o ab.ckpt ab.safetensors
 	run -0 scar-diff -q ab.ckpt ab.safetensors
 	scar-ckpt export --tensor b --format json ab.ckpt > b.json
-	run -0 py_compare npy b.npy b.json
+	run -0 py_compare npy:b.npy:b.json
 }
 
 @test "JSON outputs parse strictly in Python and jq: one object per line, no NaN" {
