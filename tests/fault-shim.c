@@ -17,8 +17,9 @@
  *   SCAR_FAULT_LOG=FILE  append one line per injected fault ("write:ENOSPC
  *                        #3 fd 5"), so a test can tell that a fault fired
  *
- * Stdio's own internal reads and writes (fread, fprintf) and memory maps
- * are not intercepted: glibc calls its internal entry points for those.
+ * fwrite gets the hard errors of write rules (not short or EINTR). Stdio's
+ * other internal reads and writes (fread, getline, fprintf, fflush) and
+ * memory maps are not intercepted: glibc calls its internal entry points.
  * A failing close or fclose still closes the descriptor, as Linux does.
  */
 #include <dlfcn.h>
@@ -204,7 +205,7 @@ static int fd_ok(int fd)
  * Count an eligible call of class cls and return the fault to inject: an
  * errno, SHORT_FAULT, or 0 for none.
  */
-static int decide(int cls, int fd, const char *path)
+static int decide_as(int cls, int fd, const char *path, int retryable)
 {
 	unsigned long n;
 
@@ -221,11 +222,18 @@ static int decide(int cls, int fd, const char *path)
 		if (r->cls != cls)
 			continue;
 		if (r->nth == 0 || n == r->nth || (r->onward && n > r->nth)) {
+			if (!retryable && (r->err == SHORT_FAULT || r->err == EINTR))
+				return 0;
 			log_fault(cls, err_name(r->err), n, fd, path);
 			return r->err;
 		}
 	}
 	return 0;
+}
+
+static int decide(int cls, int fd, const char *path)
+{
+	return decide_as(cls, fd, path, 1);
 }
 
 static void track(int fd, const char *path)
@@ -418,6 +426,25 @@ ssize_t write(int fd, const void *buf, size_t n)
 	return real_write(fd, buf, n);
 }
 
+/*
+ * fwrite: stdio retries nothing itself, so only hard errors are injected
+ * (short and EINTR rules let it through). The stream's error indicator is
+ * set the way glibc's own failing write sets it, so ferror() sees it.
+ */
+size_t fwrite(const void *buf, size_t size, size_t n, FILE *stream)
+{
+	int f;
+	REAL(size_t, fwrite, (const void *, size_t, size_t, FILE *));
+
+	f = decide_as(C_WRITE, fileno(stream), NULL, 0);
+	if (f > 0 && size && n) {
+		stream->_flags |= 0x20;	/* _IO_ERR_SEEN */
+		errno = f;
+		return 0;
+	}
+	return real_fwrite(buf, size, n, stream);
+}
+
 /* ---- fsync, rename, close ---- */
 
 int fsync(int fd)
@@ -486,7 +513,7 @@ int close(int fd)
 
 int fclose(FILE *stream)
 {
-	int f, fd = stream ? fileno(stream) : -1, rc;
+	int f, fd = fileno(stream), rc;
 	REAL(int, fclose, (FILE *));
 
 	f = decide(C_CLOSE, fd, NULL);
