@@ -571,3 +571,32 @@ PY
 	[ ! -e v.ckpt ] && [ ! -e x.raw ] && [ ! -e y.ckpt ]
 	[ -z "$(ls -A | grep '\.tmp\.')" ]
 }
+
+@test "export agrees with the independent reader of scar-ckpt(5)" {
+	need_jq
+	indep="$SCAR_ROOT/tools/ckpt-reader-indep"
+	[ -x "$indep" ] || skip "tools/ckpt-reader-indep not built"
+	rows() {	# the reader's line format, from export --format json
+		scar-ckpt export --tensor "$1" --format json "$2" |
+			jq -r '.tensor as $n | range(.rows | length) as $i |
+				"\($n) \(.rows[$i]) \(.data[$i] | map(tostring) | join(" "))"'
+	}
+	mkckpt --bytes 4096 --cols 8 --shards 3 --seed 5 --no-sync a.ckpt
+	mkckpt --bytes 4096 --cols 8 --shards 4 --seed 6 --present 3:40 --no-sync p.ckpt
+	scar-ckpt convert --dtype f64 --shards 5 p.ckpt d.ckpt
+	for f in a p d; do
+		"$indep" "$f.ckpt" > indep.txt
+		grep '^w ' indep.txt > want.txt
+		rows w "$f.ckpt" > got.txt
+		# same rows, same values as numbers (jq and %.17g may spell a double differently)
+		[ "$(wc -l < want.txt)" -eq "$(wc -l < got.txt)" ]
+		awk 'NR == FNR { a[FNR] = $0; next }
+			{ n = split(a[FNR], x, " "); if (n != NF) exit 1
+			  for (i = 1; i <= n; i++) if (x[i] != $i && x[i] + 0 != $i + 0) exit 1 }' want.txt got.txt
+		# u64 state: compare as integers (jq would round them to doubles)
+		grep '^rng ' indep.txt | cut -d' ' -f3 > want.txt
+		scar-ckpt export --tensor rng "$f.ckpt" | od -An -v -tu8 -w8 | tr -d ' ' > got.txt
+		diff want.txt got.txt
+	done
+	[ "$(grep -c '^w ' indep.txt)" -eq 37 ]
+}
