@@ -277,7 +277,14 @@ EOF
 @test "scar-inject(1) examples run" { run_examples scar-inject.1; }
 @test "scar-bound(1) examples run" { run_examples scar-bound.1; }
 @test "scar-events(7) examples run" { run_examples scar-events.7; }
-@test "scar-mpi(7) examples run" { run_examples scar-mpi.7; }
+@test "scar-mpi(7) examples run" {
+	command -v mpirun >/dev/null || skip "mpirun not installed"
+	# the MPI variant says how many ranks it ran on in its header
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		mpirun --oversubscribe -np 2 scar-train -q -m ridge -n 1 --no-timing > probe.jsonl 2>&1 || true
+	grep -q '"ranks":2' probe.jsonl || skip "scar-train is not the MPI variant (see scar-mpi(7))"
+	run_examples scar-mpi.7
+}
 @test "scar(7) examples run" { run_examples scar.7; }
 
 @test "the examples of any other page in man/ run" {
