@@ -123,3 +123,19 @@ table_rows() { grep '^| ' | grep -v '^| *---' | tail -n +2; }
 	grep -q '^| all | 3 | 3/3 |' out
 	[ -s kept/ref.jsonl ]
 }
+
+@test "the shell examples are POSIX sh: dash parses them, shellcheck finds no error" {
+	local f
+	for f in "$EX"/*.sh; do
+		[ -x "$f" ] || { echo "${f##*/} is not executable"; return 1; }
+		head -n 1 "$f" | grep -qx '#!/bin/sh' || { echo "${f##*/}: not #!/bin/sh"; return 1; }
+		if command -v dash >/dev/null; then
+			run -0 dash -n "$f"
+		fi
+	done
+	if command -v shellcheck >/dev/null; then
+		run -0 shellcheck -S error -s sh "$EX"/*.sh
+	else
+		echo "# shellcheck not installed: only dash -n" >&3
+	fi
+}
