@@ -280,3 +280,58 @@ check_completions() {
 @test "scar-bound: every long option is in the bash, zsh and fish completions" { check_completions scar-bound; }
 @test "scar-bound: subcommands are completed" { check_subcommands scar-bound; }
 @test "scar-bound: completion files load" { check_loads scar-bound; }
+
+# ---- values: model, policy and strategy names, and file names
+
+@test "scar-train: completions offer the models --list-models lists, the policies and strategies" {
+	local f=$SCAR_ROOT/completions/bash/scar-train models out w missing=
+	models=$(scar-train --list-models | awk '{ print $1 }')
+	[ -n "$models" ]
+	out=$(bash_complete "$f" scar-train --model "")
+	for w in $models; do grep -qxF -- "$w" <<<"$out" || missing="$missing bash:--model:$w"; done
+	out=$(bash_complete "$f" scar-train --policy "")
+	for w in none full round-robin random priority; do
+		grep -qxF -- "$w" <<<"$out" || missing="$missing bash:--policy:$w"
+	done
+	out=$(bash_complete "$f" scar-train --recovery "")
+	for w in partial full none; do
+		grep -qxF -- "$w" <<<"$out" || missing="$missing bash:--recovery:$w"
+	done
+	for w in $models round-robin priority partial; do
+		grep -qw -- "$w" "$SCAR_ROOT/completions/zsh/_scar-train" || missing="$missing zsh:$w"
+		grep -qw -- "$w" "$SCAR_ROOT/completions/fish/scar-train.fish" || missing="$missing fish:$w"
+	done
+	# the names completed are the names the tool takes
+	for w in round-robin priority partial; do
+		scar-train --help | grep -qw -- "$w" || missing="$missing --help:$w"
+	done
+	[ -z "$missing" ] || { echo "not offered:$missing"; return 1; }
+}
+
+@test "bash completes file names where a file is expected" {
+	mkdir -p "$BATS_TEST_TMPDIR/empty"
+	touch "$BATS_TEST_TMPDIR/empty/run.ckpt" "$BATS_TEST_TMPDIR/empty/run.jsonl"
+	local c=$SCAR_ROOT/completions/bash bad=0 out
+	check_file() {
+		local tool=$1
+		shift
+		out=$(bash_complete "$c/$tool" "$tool" "$@" run)
+		grep -qx 'run\.ckpt\|run\.jsonl' <<<"$out" || { echo "$tool $* run<TAB>: no file offered"; bad=1; }
+	}
+	check_file scar-train --resume
+	check_file scar-train --save
+	check_file scar-train --reference
+	check_file scar-ckpt info
+	check_file scar-ckpt verify
+	check_file scar-ckpt export -o
+	check_file scar-diff
+	check_file scar-diff run.ckpt
+	check_file scar-inject
+	check_file scar-inject --stale
+	check_file scar-bound fit
+	check_file scar-bound check
+	# and not where a number is
+	out=$(bash_complete "$c/scar-train" scar-train --seed run)
+	[ -z "$out" ] || { echo "scar-train --seed run<TAB> offers: $out"; bad=1; }
+	[ "$bad" -eq 0 ]
+}
