@@ -23,7 +23,8 @@
  *               the Hessian is formed densely)
  *   noise       real, 0.1: synthetic target noise standard deviation
  *   lambda      real, 0.01: L2 penalty (> 0 keeps H positive definite)
- *   eta         real, 0: step size; 0 = 1 / lambda_max (the usual 1/L)
+ *   eta         real, 0: step size; 0 = 1 / lambda_max (the usual 1/L); at
+ *               2 / lambda_max or more c >= 1 and the iteration diverges
  *   init_scale  real, 0: w(0) ~ N(0, init_scale^2) per weight; 0 = zeros
  */
 #include <math.h>
@@ -270,6 +271,11 @@ static int ridge_step(struct scar_model *m, struct scar_state *st, struct scar_e
 	for (uint64_t j = 0; j < m->d; j++)
 		w[j] -= m->eta * (g[j] / (double)m->n + m->lambda * w[j]);
 	free(g);
+	for (uint64_t j = 0; j < m->d; j++)
+		if (!isfinite(w[j]))
+			return scar_error_set(err, SCAR_EDIVERGED,
+					      "ridge: weights diverged (eta %g, contraction %g >= 1)",
+					      m->eta, m->c);
 	return 0;
 }
 

@@ -211,6 +211,19 @@ static void test_ridge(void)
 		CHECK(r.def->configure(cfg, &err) == SCAR_ERANGE);
 		json_decref(cfg);
 	}
+	/* A step past 2 / lambda_max: c > 1 is reported, and divergence is an error. */
+	if (run_open(&r, "ridge", "{\"eta\": 1000.0, \"init_scale\": 1.0}") == 0) {
+		int rc = 0;
+
+		CHECK_RC(r.def->contraction(r.m, &c, &err));
+		CHECK(c > 1);
+		for (int i = 0; i < 10000 && !rc; i++)
+			rc = r.def->step(r.m, r.st, &err);
+		CHECK(rc == SCAR_EDIVERGED);
+	} else {
+		CHECK(0);
+	}
+	run_close(&r);
 	check_resume("ridge", "{\"init_scale\": 1.0}", 7, 20);
 }
 
