@@ -383,6 +383,33 @@ static void out_open(struct outfile *o, const char *path)
 		cli_die("cannot open '%s': %s", o->tmp, strerror(errno));
 }
 
+/* fsync the directory holding path, so that a rename into it is durable. */
+static int sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, rc = 0;
+
+	if (slash == path)
+		dir = strdup("/");
+	else if (slash)
+		dir = strndup(path, (size_t)(slash - path));
+	else
+		dir = strdup(".");
+	if (!dir)
+		cli_die("out of memory");
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	/* Some file systems cannot sync a directory (EINVAL); nothing to report. */
+	if (fd >= 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+		cli_warn("cannot sync directory '%s': %s", dir, strerror(errno));
+		rc = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
 /* Finish: rename into place, or remove the temporary file when ok is 0. */
 static int out_close(struct outfile *o, int ok)
 {
@@ -402,6 +429,11 @@ static int out_close(struct outfile *o, int ok)
 			cli_warn("cannot write '%s': %s", o->path, strerror(errno));
 		ok = 0;
 	}
+	/* Data on disk before the name points at it, as scar_ckpt_save does. */
+	if (ok && fsync(fileno(o->f)) != 0) {
+		cli_warn("cannot sync '%s': %s", o->path, strerror(errno));
+		ok = 0;
+	}
 	if (fclose(o->f) != 0 && ok) {
 		cli_warn("cannot write '%s': %s", o->path, strerror(errno));
 		ok = 0;
@@ -412,6 +444,8 @@ static int out_close(struct outfile *o, int ok)
 	}
 	if (!ok)
 		unlink(o->tmp);
+	if (ok)
+		ok = sync_dir(o->path) == 0;
 	free(o->tmp);
 	return ok ? 0 : -1;
 }
