@@ -12,7 +12,11 @@
  * a count's deficit against the assignments only ever shrinks and the
  * sampler never fails. The topic totals are recomputed as the column sums
  * of the word-topic rows at the start of every sweep (an aggregate the
- * servers can form themselves), so they agree with the rows. The draw
+ * servers can form themselves), so they agree with the rows. At the end of
+ * a sweep (config "resync", default "sweep") the servers rebuild their
+ * counts from the workers' assignments, the bulk-synchronous exchange of
+ * AD-LDA, so a restored row's stale counts steer one sweep and are then
+ * corrected; with "none" the offset persists. The draw
  * computes the K weights in SIMD blocks of 8 with per-block sums, then
  * finds the block and the topic by a cumulative scan; 1 / (n_k + V beta)
  * is cached per topic.
@@ -51,6 +55,9 @@
  *   beta            real, 0.01: topic-word prior
  *   heldout_frac    real, 0.1: fraction of documents held out (by data_seed, > 0)
  *   heldout_sweeps  integer, 10: fold-in sweeps of the held-out estimate
+ *   resync          string, "sweep": "sweep" rebuilds the server counts from
+ *                   the assignments after every sweep (see resync_counts);
+ *                   "none" keeps purely incremental counts
  */
 #include <math.h>
 #include <stdlib.h>
@@ -86,6 +93,7 @@ struct scar_model {
 	float alpha, beta, vbeta;
 	uint64_t seed;
 	int heldout_sweeps;
+	int resync;		/* rebuild the server counts from z after each sweep */
 	/* Sweep scratch, kpad floats each. */
 	float *p, *inv, *dka, *bsum;
 };
@@ -93,8 +101,10 @@ struct scar_model {
 static const char *const lda_keys[] = {
 	"seed", "data_seed", "data", "vocab", "docs", "words", "doc_len", "synth_topics",
 	"synth_alpha", "synth_beta", "topics", "alpha", "beta", "heldout_frac", "heldout_sweeps",
-	NULL
+	"resync", NULL
 };
+
+static const char *const resync_choices[] = { "sweep", "none", NULL };
 
 static int lda_configure(json_t *cfg, struct scar_error *err)
 {
@@ -114,7 +124,8 @@ static int lda_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_real(cfg, "alpha", 0.1, 1e-9, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "beta", 0.01, 1e-9, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 1e-6, 0.9, err)) ||
-	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)))
+	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)) ||
+	    (rc = mu_cfg_str(cfg, "resync", "sweep", resync_choices, err)))
 		return rc;
 	if (json_object_get(cfg, "vocab") && !json_object_get(cfg, "data"))
 		return scar_error_set(err, SCAR_EINVAL, "lda: 'vocab' needs 'data'");
@@ -207,6 +218,7 @@ static int lda_create(struct scar_model **out, const json_t *cfg, struct scar_er
 	m->vbeta = (float)((double)m->vocab * mu_get_real(cfg, "beta"));
 	m->seed = (uint64_t)mu_get_int(cfg, "seed");
 	m->heldout_sweeps = (int)mu_get_int(cfg, "heldout_sweeps");
+	m->resync = strcmp(mu_get_str(cfg, "resync"), "sweep") == 0;
 	if (split_docs(m, c, mu_get_real(cfg, "heldout_frac"), seed)) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto fail;
@@ -385,6 +397,31 @@ static int get_view(const struct scar_model *m, const struct scar_state *st,
 	return 0;
 }
 
+/*
+ * The bulk-synchronous exchange at the end of a sweep (as in AD-LDA, Newman
+ * et al. 2009): the servers' word-topic rows and topic totals become the sum
+ * of the workers' counts of their assignments z, and each worker's
+ * doc-topic rows follow z too. Without a perturbation this changes nothing
+ * (the incremental counts already equal these sums, bit for bit); after a
+ * recovery restored old count rows, it is what makes the run self-correct:
+ * the stale rows steer one sweep of sampling, then the counts agree with
+ * the assignments again. With "resync": "none" the counts are only ever
+ * updated incrementally and a restored row's offset persists.
+ */
+static void resync_counts(const struct scar_model *m, const uint32_t *z, int32_t *nwk,
+			  int32_t *nk, int32_t *ndk)
+{
+	memset(nwk, 0, m->vocab * m->k * sizeof(*nwk));
+	memset(nk, 0, m->k * sizeof(*nk));
+	memset(ndk, 0, m->train.n * m->k * sizeof(*ndk));
+	for (uint64_t d = 0; d < m->train.n; d++)
+		for (uint64_t t = m->train.start[d]; t < m->train.start[d + 1]; t++) {
+			nwk[(uint64_t)m->train.words[t] * m->k + z[t]]++;
+			ndk[d * m->k + z[t]]++;
+			nk[z[t]]++;
+		}
+}
+
 static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct lda_view v;
@@ -431,6 +468,8 @@ static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_err
 		sample_doc(&s, m->train.words + lo, z + lo, m->train.start[d + 1] - lo,
 			   (int32_t *)v.dt->data + d * m->k, &r);
 	}
+	if (m->resync)
+		resync_counts(m, z, s.nwk, s.nk, v.dt->data);
 	mu_rng_put(st, &r);
 	return 0;
 }

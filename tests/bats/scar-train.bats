@@ -160,3 +160,12 @@ field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; 
 	command -v script > /dev/null || skip "script(1) not installed"
 	run -2 script -qec "scar-train -q -m ridge -n 2 --save -" /dev/null
 }
+
+@test "scar-train: lda's end-of-sweep resync changes nothing without a perturbation, and corrects after one" {
+	scar-train -q --no-timing -m lda -n 6 | tail -n +2 > sweep.jsonl
+	scar-train -q --no-timing -m lda -n 6 --set resync=none | tail -n +2 > none.jsonl
+	cmp sweep.jsonl none.jsonl
+	# After a partial recovery the resynced run reaches the reference target; censoring would show here.
+	run -0 scar-train -q --no-timing -m lda -n 20 --policy priority --interval 4 --fail-at 9 --lose-fraction 1/2 --cost
+	[[ "$(printf '%s\n' "$output" | grep '"type":"cost"')" == *'"censored":false'* ]]
+}
