@@ -16,7 +16,10 @@
 # --fail-seed t. The same trials are run for every strategy, so cells differ
 # only by strategy.
 # Writes OUT/compare.md, OUT/compare.json, OUT/compare.png (when gnuplot is
-# installed) and the raw per-run lines in OUT/compare-runs.tsv.
+# installed) and the raw per-run lines in OUT/compare-runs.tsv (model, lost
+# fraction, strategy, trial, T, cost_interp, censored). With AGGREGATE=1 no
+# run is made: the tables and the plot are rebuilt from an existing
+# OUT/compare-runs.tsv (e.g. one concatenated from several runs).
 set -eu
 
 bin=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +34,7 @@ r=${FRACTION:-1/4}
 models=${*:-mlr mf lda}
 mkdir -p "$out"
 runs="$out/compare-runs.tsv"
+if [ "${AGGREGATE:-0}" != 1 ]; then
 : > "$runs"
 
 # Per-model arguments: real data when `make data` has fetched it.
@@ -104,6 +108,7 @@ tr '\n' '\0' < "$cmds" | xargs -0 -P "$jobs" -n 1 sh -c '
 	cens=$(printf "%s" "$rec" | sed "s/.*\"censored\":\([a-z]*\).*/\1/")
 	printf "%s\t%s\t%s\n" "$meta" "$cost" "$cens"
 ' sh >> "$runs"
+fi
 
 # Aggregate: mean and standard error per cell, reduction against traditional.
 awk -F '\t' -v md="$out/compare.md" -v js="$out/compare.json" -v dat="$out/compare.dat" '
