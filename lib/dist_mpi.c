@@ -15,6 +15,7 @@
  */
 #ifdef SCAR_MPI
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -1550,8 +1551,13 @@ static int rebuild_saved_view(struct dt *t)
 		return rc;
 	d = opendir(t->o->ckpt_dir);
 	v = calloc(n + 1, sizeof(*v));
-	if (!v || !d) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "cannot list '%s'", t->o->ckpt_dir);
+	if (!d) {
+		rc = scar_error_set_errno(t->err, errno, t->o->ckpt_dir, "cannot open directory '%s'",
+					  t->o->ckpt_dir);
+		goto out;
+	}
+	if (!v) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
