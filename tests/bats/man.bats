@@ -266,7 +266,9 @@ EOF
 	[[ $output == *"exit status 1"* ]]
 	rm -rf cmds work
 	printf '%s\n' '.Sh EXAMPLES' '.Bd -literal' '$ scar-diff a b; grep -q b /dev/null' .Ed > man/grep2.1
-	SCAR_ROOT=$PWD run -1 run_examples grep2.1
+	SCAR_ROOT=$PWD run run_examples grep2.1
+	echo "$output"
+	[ "$status" -eq 1 ]
 	[[ $output == *"exit status 1"* ]]
 }
 
