@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "scar/ckpt.h"
+#include "scar/dist.h"
 #include "scar/events.h"
 #include "scar/model.h"
 #include "scar/train.h"
@@ -177,6 +178,12 @@ int main(int argc, char **argv)
 	FILE *events = stdout;
 
 	cli_init(argv[0]);
+#ifdef SCAR_MPI
+	if (scar_dist_init(getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE"),
+			   &argc, &argv, &err))
+		cli_die_error(&err);
+	atexit(scar_dist_finalize);
+#endif
 	scar_error_clear(&err);
 	scar_train_opts_init(&o);
 	o.shards = 8;
@@ -293,7 +300,7 @@ int main(int argc, char **argv)
 			cli_refuse_tty_stdin();
 		if (model_given || json_object_size(config))
 			cli_usage_error("--resume takes model and configuration from the checkpoint");
-		if (scar_train_load_resume(resume_path, &resume, &skipped, used, sizeof(used), &err))
+		if (scar_dist_load_resume(resume_path, &resume, &skipped, used, sizeof(used), &err))
 			cli_die_error(&err);
 		if (skipped)
 			cli_warn("skipped %zu damaged checkpoint%s in '%s'; resuming from '%s'", skipped,
@@ -335,6 +342,10 @@ int main(int argc, char **argv)
 	if (o.ckpt_dir && access(o.ckpt_dir, W_OK | X_OK) != 0)
 		cli_die("cannot write checkpoints into '%s': %s", o.ckpt_dir, strerror(errno));
 
+#ifdef SCAR_MPI
+	if (scar_dist_active() && scar_dist_rank() != 0)
+		events_path = NULL;	/* rank 0 writes the events; do not truncate its file */
+#endif
 	if (save && cli_is_stdio(save)) {
 		cli_refuse_binary_tty();
 		events = NULL;
@@ -355,6 +366,16 @@ int main(int argc, char **argv)
 		o.progress = progress;
 	}
 
+#ifdef SCAR_MPI
+	if (scar_dist_active()) {
+		rc = scar_dist_train_run(&o, &res, &err);
+		if (scar_dist_rank() != 0) {	/* rank 0 reports and saves */
+			save = NULL;
+			if (rc)
+				exit(rc == SCAR_EDIVERGED ? EXIT_NO : EXIT_TROUBLE);
+		}
+	} else
+#endif
 	rc = scar_train_run(&o, &res, &err);
 	if (rc) {
 		if (rc == SCAR_EDIVERGED) {
