@@ -47,7 +47,7 @@ TOOL_BIN := $(TOOL_SRC:.c=)
 MAN_SRC  := $(sort $(wildcard man/*.[157]))
 HEADERS  := $(sort $(wildcard include/scar/*.h))
 
-.PHONY: all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check
+.PHONY: experiment all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check
 
 all: $(PROGS) lib/libscar.a scar.pc $(TOOL_BIN)
 
@@ -109,6 +109,12 @@ deps:
 
 data: all
 	@sh tools/fetch-data.sh
+
+# The main job: the paper's comparison on real data (README, first command).
+experiment: deps
+	$(MAKE) all
+	@sh tools/fetch-data.sh
+	@sh examples/compare-strategies.sh
 
 bench: all
 	@sh bench/run.sh

@@ -3,7 +3,7 @@
 # Runs apt-get through sudo when not root; does nothing when all are there.
 set -eu
 pkgs="make gcc clang libjansson-dev liblz4-dev lz4 zlib1g-dev pkg-config bats bats-assert
-bats-support mandoc valgrind gnuplot-nox libopenmpi-dev openmpi-bin"
+bats-support mandoc valgrind gnuplot-nox jq libopenmpi-dev openmpi-bin"
 # Optional extras (benchmarks' peers, real data, MPI) with SCAR_DEPS_ALL=1.
 if [ "${SCAR_DEPS_ALL:-0}" = 1 ]; then
 	pkgs="$pkgs python3-numpy python3-sklearn dataset-fashion-mnist hyperfine
