@@ -76,8 +76,9 @@ struct scar_model_def {
 			   struct scar_error *err);
 
 	/*
-	 * Optional: a random value for row r of parameter tensor t drawn from the
-	 * initial distribution (for scar-inject --reset init); NULL = zeros.
+	 * Release the instance; NULL is fine. (To draw rows from the initial
+	 * distribution, e.g. scar-inject --reset init, build a fresh state with
+	 * init_state under another "seed".)
 	 */
 	void (*free)(struct scar_model *m);
 };
