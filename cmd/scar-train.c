@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -339,6 +340,10 @@ int main(int argc, char **argv)
 		}
 		o.reference = reference;
 	}
+	/* Create the checkpoint directory (one level, like mkdir) when it is missing. */
+	if (o.ckpt_dir && access(o.ckpt_dir, F_OK) != 0 && errno == ENOENT &&
+	    mkdir(o.ckpt_dir, 0777) != 0)
+		cli_die("cannot create checkpoint directory '%s': %s", o.ckpt_dir, strerror(errno));
 	if (o.ckpt_dir && access(o.ckpt_dir, W_OK | X_OK) != 0)
 		cli_die("cannot write checkpoints into '%s': %s", o.ckpt_dir, strerror(errno));
 

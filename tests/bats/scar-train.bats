@@ -43,11 +43,19 @@ field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; 
 	for m in mlr ridge mf lda; do [[ "$output" == *"$m"* ]]; done
 }
 
+@test "scar-train: a missing checkpoint directory is created" {
+	run -0 scar-train -q -m ridge -n 4 --policy full --interval 2 --checkpoint-dir newdir
+	[ -f newdir/ckpt-0000000004.ckpt ]
+}
+
 @test "scar-train: a checkpoint directory that is not writable is an error, nothing written" {
 	mkdir ro && chmod 555 ro
 	if [ "$(id -u)" = 0 ]; then
-		run -2 scar-train -q -m ridge -n 5 --policy full --checkpoint-dir missing-dir
-		[[ "$output" == *"missing-dir"* ]]
+		: > plainfile
+		run -2 scar-train -q -m ridge -n 5 --policy full --checkpoint-dir plainfile/sub
+		[[ "$output" == *"plainfile/sub"* ]]
+		run -2 scar-train -q -m ridge -n 5 --policy full --checkpoint-dir no/such/dir
+		[[ "$output" == *"cannot create checkpoint directory 'no/such/dir'"* ]]
 	else
 		run -2 scar-train -q -m ridge -n 5 --policy full --checkpoint-dir ro
 		[ -z "$(ls -A ro)" ]
