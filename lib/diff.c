@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,13 +526,18 @@ static int peek(const char *path, unsigned char *buf, size_t cap, struct scar_er
 
 			for (int tries = 0; tries < 1000; tries++) {
 				ssize_t t = tee(fd, p[1], cap, 0);
+				struct pollfd pf = { fd, POLLIN, 0 };
 
-				if (t <= 0 || t >= 9 || tries == 999) {
-					if (t > 0)
-						n = read(p[0], buf, (size_t)t);
+				/* drain what tee copied, or p fills up (it has few buffer slots) */
+				n = t > 0 ? read(p[0], buf, (size_t)t) : 0;
+				if (t <= 0 || t >= 9)
 					break;
-				}
-				/* the writer has not written the whole head yet */
+				/*
+				 * Fewer bytes than a head: wait for more, unless the
+				 * writer has gone (then that is all there is).
+				 */
+				if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+					break;
 				nanosleep(&ts, NULL);
 			}
 			close(p[0]);

@@ -108,6 +108,10 @@ close() {
 	[ "$(jq .loaded_whole <<<"$output")" = true ]
 	run -2 scar-diff - - <a.ckpt
 	[[ $output == *"only one operand can be standard input"* ]]
+	# a writer that pauses inside the magic number, and a tiny one that ends
+	run -0 timeout 20 bash -c '{ head -c 3 a.ckpt; sleep 0.3; tail -c +4 a.ckpt; } | scar-diff -q - a.ckpt'
+	run -2 timeout 20 bash -c 'printf hi | scar-diff - a.ckpt'
+	[[ $output == *"'-' is not a checkpoint, .npy or safetensors file"* ]]
 }
 
 @test "scar-diff: different shard counts are compared row by row" {
