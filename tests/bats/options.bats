@@ -165,6 +165,43 @@ check_bash_offers() {
 	return $rc
 }
 
+# The same for fish, when it is installed: `complete -C LINE` lists what
+# fish would offer for LINE, one "candidate<TAB>description" per line.
+fish_complete() {
+	local file=$1
+	shift
+	mkdir -p "$BATS_TEST_TMPDIR/empty"
+	(cd "$BATS_TEST_TMPDIR/empty" &&
+		fish --no-config -c 'source $argv[1]; complete -C $argv[2]' "$file" "$*") | cut -f1
+}
+
+check_fish_offers() {
+	local tool=$1 file=$SCAR_ROOT/completions/fish/$1.fish sub out missing rc=0
+	if ! command -v fish >/dev/null; then
+		echo "# fish not installed: what it offers is not checked" >&3
+		return 0
+	fi
+	for sub in - $(subcommands "$tool"); do
+		if [ "$sub" = - ]; then
+			out=$(fish_complete "$file" "$tool" --) || { echo "$tool: fish completion failed"; return 1; }
+		else
+			out=$(fish_complete "$file" "$tool" "$sub" --) || { echo "$tool: fish completion failed"; return 1; }
+		fi
+		missing=$(options_of "$tool" "$sub" | LC_ALL=C sort -u |
+			LC_ALL=C comm -23 - <(LC_ALL=C sort -u <<<"$out") | tr '\n' ' ')
+		if [ -n "$missing" ]; then
+			echo "$tool ${sub/#-/}--<TAB> in fish does not offer: $missing"; rc=1
+		fi
+	done
+	if [ -n "$(subcommands "$tool")" ]; then
+		out=$(fish_complete "$file" "$tool" "")
+		missing=$(subcommands "$tool" | LC_ALL=C sort -u |
+			LC_ALL=C comm -23 - <(LC_ALL=C sort -u <<<"$out") | tr '\n' ' ')
+		[ -z "$missing" ] || { echo "$tool <TAB> in fish does not offer: $missing"; rc=1; }
+	fi
+	return $rc
+}
+
 check_subcommands() {
 	local tool=$1 sub out missing= f
 	out=$(bash_complete "$SCAR_ROOT/completions/bash/$tool" "$tool" "") ||
@@ -251,6 +288,7 @@ check_completions() {
 	check_all "$tool" dashdash "$SCAR_ROOT/completions/zsh/_$tool" || rc=1
 	check_all "$tool" fish "$SCAR_ROOT/completions/fish/$tool.fish" || rc=1
 	[ "$rc" -ne 0 ] || check_bash_offers "$tool" || rc=1
+	[ "$rc" -ne 0 ] || check_fish_offers "$tool" || rc=1
 	return $rc
 }
 
