@@ -77,7 +77,7 @@ static int exact_c_and_d(const struct scar_state *st, double *c, double *D, doub
 		goto out;
 out:
 	scar_state_free(fresh);
-	if (m)
+	if (m && def->free)
 		def->free(m);
 	return rc;
 }
