@@ -185,3 +185,21 @@ inject() {
 		grep -qE -- "-l $o( |\$)" "$SCAR_ROOT/completions/fish/scar-inject.fish" || { echo "--$o missing from fish"; false; }
 	done
 }
+
+@test "scar-inject: a partial checkpoint stays partial; --reset from= needs every lost row" {
+	need_jq
+	mkdir d
+	scar-train -q --model mlr --iters 4 --policy round-robin --interval 2 --fraction 1/2 \
+		--checkpoint-dir d >/dev/null
+	part=d/ckpt-0000000004.ckpt
+	scar-inject --noise-l2 0.5 --report r.json "$part" out.ckpt
+	[ "$(scar-ckpt info out.ckpt | awk '/^kind:/ { print $2 }')" = partial ]
+	close "$(jq .delta_norm r.json)" 0.5
+	close "$(scar-diff --json "$part" out.ckpt | jq .l2)" 0.5
+	present=$(scar-ckpt info "$part" | awk '$1 == "weights" { split($5, p, "/"); print p[1] }')
+	[ "$(jq .rows_touched r.json)" = "$present" ]
+	# restoring the full checkpoint's rows from a partial one cannot work
+	run -2 scar-inject --lose-count 8 --reset from="$part" d/ckpt-0000000000.ckpt out2.ckpt
+	[[ $output == *"is not in the source"* ]]
+	[ ! -e out2.ckpt ]
+}
