@@ -48,17 +48,26 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined -o "$probe" "$probe.c" 2>"$pro
 	exit 2
 fi
 
-# The library, instrumented once; rebuilt when a source or header is newer.
+# The library, instrumented once (JOBS compilers at a time); rebuilt when a
+# source or any header is newer than its object.
 objs=
+n=0
+fail=$BIN/obj/failed
+rm -f "$fail"
 for src in lib/*.c; do
 	o=$BIN/obj/$(basename "$src" .c).o
 	if [ ! -f "$o" ] || [ "$src" -nt "$o" ] ||
 	    [ -n "$(find include/scar lib -name '*.h' -newer "$o" | head -1)" ]; then
 		# shellcheck disable=SC2086
-		"$CLANG" $DEFS $SAN -fsanitize=fuzzer-no-link -c -o "$o" "$src" || exit 2
+		{ "$CLANG" $DEFS $SAN -fsanitize=fuzzer-no-link -c -o "$o.tmp" "$src" &&
+			mv "$o.tmp" "$o"; } || : > "$fail" &
+		n=$((n + 1))
+		[ $((n % JOBS)) -ne 0 ] || wait
 	fi
 	objs="$objs $o"
 done
+wait
+[ ! -f "$fail" ] || { echo "run.sh: building the library failed" >&2; exit 2; }
 for t in $targets; do
 	[ -f "tests/fuzz/fuzz-$t.c" ] || { echo "run.sh: no target 'fuzz-$t'" >&2; exit 2; }
 	# shellcheck disable=SC2086
