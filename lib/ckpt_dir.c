@@ -86,7 +86,8 @@ int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
 		rc = scar_error_set_errno(err, errno, dir, "cannot read directory '%s'", dir);
 		goto out;
 	}
-	qsort(v, cnt, sizeof(*v), entry_cmp);
+	if (cnt)	/* qsort(NULL, 0, ...) is undefined behaviour */
+		qsort(v, cnt, sizeof(*v), entry_cmp);
 out:
 	closedir(d);
 	if (rc) {

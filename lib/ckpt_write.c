@@ -750,6 +750,24 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 		return scar_error_set(err, SCAR_EINVAL, "empty checkpoint path");
 	if (strcmp(path, "-") == 0)
 		return scar_ckpt_write_fd(st, STDOUT_FILENO, "(stdout)", &o, err);
+	{
+		struct stat sb;
+
+		/*
+		 * A device, FIFO or socket is written through, never renamed
+		 * over: replacing /dev/null with a regular file (as root) or a
+		 * FIFO with a file is not what anyone asked for.
+		 */
+		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+			rc = scar_ckpt_write_fd(st, fd, path, &o, err);
+			if (close(fd) < 0 && !rc)
+				rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
+			return rc;
+		}
+	}
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	if (!*base)

@@ -2,12 +2,14 @@
  * train.c - the training loop: checkpoint policies, failures, recovery and
  * iteration cost (see scar/train.h; the semantics are in scar-train(1)).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "scar/ckpt.h"
 #include "scar/events.h"
@@ -90,6 +92,38 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * A run killed while writing a checkpoint leaves its temporary file
+ * (.ckpt-N.ckpt.tmp.XXXXXX, see scar_ckpt_save) behind. Remove those last
+ * modified before this run started: no live writer of ours owns them (two
+ * trainers sharing one directory are not supported anyway). Best effort:
+ * a temporary that cannot be removed is only clutter, never read.
+ */
+static void remove_stale_temps(const char *dir)
+{
+	struct timespec start;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	clock_gettime(CLOCK_REALTIME, &start);
+	while ((de = readdir(d))) {
+		char path[4096];
+		struct stat sb;
+
+		if (strncmp(de->d_name, ".ckpt-", 6) != 0 || !strstr(de->d_name, ".ckpt.tmp."))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    (sb.st_mtim.tv_sec < start.tv_sec ||
+		     (sb.st_mtim.tv_sec == start.tv_sec && sb.st_mtim.tv_nsec < start.tv_nsec)))
+			unlink(path);
+	}
+	closedir(d);
 }
 
 static int emit(struct trainer *t, json_t *rec)
@@ -793,6 +827,8 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 	t.res = res;
 	t.err = err;
 	t.t0 = now();
+	if (o->ckpt_dir)
+		remove_stale_temps(o->ckpt_dir);
 
 	/* Validate. */
 	t.def = scar_model_find(o->resume ? o->resume->model : o->model);

@@ -103,6 +103,8 @@ verify_all() {
 	done
 	echo "# $kills kills survived in $rounds rounds ($resumes resumes, $chains chains, $finished bit-identical); $stale stale temporary files" >&3
 	[ "$finished" -ge 1 ]
+	# A run removes the temporary files that killed runs left in its directory.
+	[ "$stale" -eq 0 ]
 }
 
 @test "resume skips a damaged newest checkpoint with a warning and takes the previous good one" {
@@ -128,6 +130,18 @@ verify_all() {
 	run -0 --separate-stderr train_resume d
 	[[ $stderr == *"skipped 1 damaged checkpoint"* ]]
 	cmp "ref/$(final_name)" "d/$(final_name)"
+}
+
+@test "a run removes the temporary files a killed run left, and only those" {
+	mkdir d
+	scar-train -m mlr -n 3 "${CKPT_ARGS[@]}" --checkpoint-dir d > /dev/null
+	printf 'half a checkpoint' > d/.ckpt-0000000004.ckpt.tmp.AbCdEf
+	touch -d '-1 minute' d/.ckpt-0000000004.ckpt.tmp.AbCdEf
+	printf 'not ours' > d/.other.tmp.x
+	touch -d '-1 minute' d/.other.tmp.x
+	run -0 train_resume d
+	[ ! -e d/.ckpt-0000000004.ckpt.tmp.AbCdEf ]
+	[ -e d/.other.tmp.x ]
 }
 
 @test "resume from a directory without a complete checkpoint fails cleanly" {

@@ -30,7 +30,9 @@ setup() {
 faulty() {
 	local rule=$1 filter=$2
 	shift 2
+	# Under SANITIZE=address builds ASan must tolerate a library preloaded before it.
 	env SCAR_FAULT="$rule" SCAR_FAULT_PATH="$filter" SCAR_FAULT_LOG="$PWD/fault.log" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 		LD_PRELOAD="$SHIM" "$@"
 }
 
@@ -229,6 +231,7 @@ reader_faults() {
 }
 
 @test "the shim itself: a bad rule is refused, stdio descriptors only when asked" {
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 	run -125 env SCAR_FAULT=write:EWHAT:1 LD_PRELOAD="$SHIM" scar-ckpt verify in.ckpt
 	[[ $output == *"bad SCAR_FAULT rule"* ]]
 	# stdout is not eligible by default...

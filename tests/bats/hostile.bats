@@ -240,6 +240,28 @@ paths() {
 	cmp a.ckpt got.ckpt || scar-ckpt verify -q got.ckpt
 }
 
+@test "a device or FIFO named as a checkpoint output is written through, not replaced" {
+	local t
+	for t in "scar-train -m ridge -n 2 -q --save V" "scar-inject --noise-l2 1 a.ckpt V" \
+		 "scar-ckpt convert a.ckpt V" "scar-ckpt apply -o V a.ckpt" \
+		 "scar-ckpt import --name w -o V w.npy" "scar-ckpt export --tensor w -o V a.ckpt"; do
+		subst "$t" fifo
+		rm -f fifo
+		mkfifo fifo
+		(cat fifo > got.bin &)
+		run -0 timeout 20 "${ARGS[@]}"
+		[ -p fifo ] || { echo "'$t' replaced the FIFO" >&2; return 1; }
+		if [ "$(id -u)" = 0 ]; then
+			# A private null device: what /dev/null is, without risking the real one.
+			rm -f devnull
+			mknod -m 666 devnull c 1 3
+			subst "$t" devnull
+			run -0 timeout 20 "${ARGS[@]}"
+			[ -c devnull ] || { echo "'$t' replaced a character device with a file" >&2; return 1; }
+		fi
+	done
+}
+
 @test "input and output naming the same file: the result is complete, the input is never torn" {
 	cp a.ckpt s.ckpt
 	run -0 scar-ckpt convert --shards 3 s.ckpt s.ckpt
