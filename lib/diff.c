@@ -515,7 +515,9 @@ static int peek(const char *path, unsigned char *buf, size_t cap, struct scar_er
 	} else if (S_ISDIR(st.st_mode)) {
 		n = scar_error_set(err, SCAR_EINVAL, "'%s' is a directory", path);
 	} else if (S_ISREG(st.st_mode)) {
-		n = pread(fd, buf, cap, 0);
+		do	/* a signal is no read error */
+			n = pread(fd, buf, cap, 0);
+		while (n < 0 && errno == EINTR);
 		if (n < 0)
 			n = scar_error_set_errno(err, errno, path, "cannot read '%s'", path);
 	} else if (S_ISFIFO(st.st_mode)) {
