@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "scar/ckpt.h"
+#include "scar/dist.h"
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "cli.h"
@@ -483,6 +484,185 @@ static json_t *shape_json(int ndim, const uint64_t *shape)
 	return a;
 }
 
+
+/* ---- distributed checkpoints: a manifest stands for its rank files ---- */
+
+/* Nonzero when path names a distributed checkpoint's manifest. */
+static int is_manifest(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 9 && strcmp(path + n - 9, ".manifest") == 0;
+}
+
+/* Nonzero when name is a rank file of a distributed checkpoint ("*.rank-R.ckpt"). */
+static int is_rank_file(const char *name)
+{
+	const char *s = strrchr(name, '/');
+	const char *r = strstr(s ? s + 1 : name, ".rank-");
+	size_t n = strlen(name);
+
+	return r && n > 5 && strcmp(name + n - 5, ".ckpt") == 0;
+}
+
+/* The path of file name next to the manifest at mpath; caller frees. */
+static char *beside(const char *mpath, const char *name)
+{
+	const char *s = strrchr(mpath, '/');
+	size_t d = s ? (size_t)(s - mpath) + 1 : 0;
+	char *p = xmalloc(d + strlen(name) + 1);
+
+	memcpy(p, mpath, d);
+	strcpy(p + d, name);
+	return p;
+}
+
+/* Load an ordinary checkpoint, or a distributed one (manifest) as one state. */
+static int load_any(const char *path, struct scar_state **out, struct scar_error *e)
+{
+	if (strcmp(path, "-") != 0 && is_manifest(path))
+		return scar_dist_manifest_load(path, out, e);
+	return scar_ckpt_load(path, out, e);
+}
+
+static const char *kind_name(int partial);
+
+/* info on a manifest: the combined state, and the rank files it is made of. */
+static int info_manifest(const char *path, int json)
+{
+	struct scar_dist_manifest *m = NULL;
+	struct scar_state *st = NULL;
+	struct scar_error e;
+	char *cfg;
+	size_t i;
+
+	scar_error_clear(&e);
+	if (scar_dist_manifest_read(path, &m, &e) < 0 ||
+	    scar_dist_manifest_load(path, &st, &e) < 0) {
+		warn_err(path, &e);
+		scar_dist_manifest_free(m);
+		return EXIT_TROUBLE;
+	}
+	if (json) {
+		json_t *o = json_object(), *ts = json_array(), *fs = json_array();
+
+		if (!o || !ts || !fs)
+			cli_die("out of memory");
+		for (i = 0; i < st->ntensors; i++) {
+			const struct scar_tensor *t = st->tensors[i];
+			json_t *jt = json_object();
+
+			json_put(jt, "name", json_string(t->name));
+			json_put(jt, "dtype", json_string(scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?"));
+			json_put(jt, "role", json_string(scar_role_name(t->role) ? scar_role_name(t->role) : "?"));
+			json_put(jt, "shape", shape_json(t->ndim, t->shape));
+			json_put(jt, "rows", json_integer((json_int_t)scar_tensor_rows(t)));
+			json_put(jt, "rows_present", json_integer((json_int_t)scar_tensor_rows_present(t)));
+			json_array_append_new(ts, jt);
+		}
+		for (i = 0; i < m->nfiles; i++) {
+			json_t *jf = json_object();
+			char *fp = beside(path, m->files[i].name);
+
+			json_put(jf, "rank", json_integer(m->files[i].rank));
+			json_put(jf, "path", json_string(fp));
+			json_put(jf, "size", json_integer((json_int_t)m->files[i].size));
+			json_put(jf, "crc32c", json_integer((json_int_t)m->files[i].crc32c));
+			json_array_append_new(fs, jf);
+			free(fp);
+		}
+		json_put(o, "file", json_string(path));
+		json_put(o, "distributed", json_true());
+		json_put(o, "model", json_string(st->model));
+		json_put(o, "iteration", json_integer((json_int_t)st->iteration));
+		json_put(o, "clock", json_integer((json_int_t)m->clock));
+		json_put(o, "kind", json_string(kind_name(m->partial)));
+		json_put(o, "shards", json_integer(st->shards));
+		json_put(o, "ranks", json_integer(m->ranks));
+		json_put(o, "config", st->config ? json_deep_copy(st->config) : json_object());
+		json_put(o, "extra", st->extra ? json_deep_copy(st->extra) : json_object());
+		json_put(o, "tensors", ts);
+		json_put(o, "files", fs);
+		print_json(o);
+		json_decref(o);
+	} else {
+		char shape[160];
+		int w = 6;
+
+		for (i = 0; i < st->ntensors; i++)
+			if ((int)strlen(st->tensors[i]->name) > w)
+				w = (int)strlen(st->tensors[i]->name);
+		cfg = st->config ? json_dumps(st->config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		printf("file:       %s\n", path);
+		printf("format:     distributed (manifest of %zu rank files)\n", m->nfiles);
+		printf("model:      %s\n", st->model[0] ? st->model : "-");
+		printf("iteration:  %llu\n", (unsigned long long)st->iteration);
+		printf("kind:       %s\n", kind_name(m->partial));
+		printf("shards:     %u\n", st->shards);
+		printf("ranks:      %u\n", m->ranks);
+		if (cfg && strlen(cfg) > 200)
+			printf("config:     %.197s...\n", cfg);
+		else
+			printf("config:     %s\n", cfg ? cfg : "{}");
+		free(cfg);
+		printf("tensors:    %zu\n\n", st->ntensors);
+		printf("%-*s  %-5s  %-5s  %-16s  %13s\n", w, "tensor", "dtype", "role", "shape",
+		       "present/rows");
+		for (i = 0; i < st->ntensors; i++) {
+			const struct scar_tensor *t = st->tensors[i];
+			char pr[48];
+
+			shape_text(shape, sizeof(shape), t->ndim, t->shape);
+			snprintf(pr, sizeof(pr), "%llu/%llu",
+				 (unsigned long long)scar_tensor_rows_present(t),
+				 (unsigned long long)scar_tensor_rows(t));
+			printf("%-*s  %-5s  %-5s  %-16s  %13s\n", w, t->name,
+			       scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?",
+			       scar_role_name(t->role) ? scar_role_name(t->role) : "?", shape, pr);
+		}
+		printf("\n%4s  %12s  %10s  %s\n", "rank", "bytes", "crc32c", "file");
+		for (i = 0; i < m->nfiles; i++) {
+			char *fp = beside(path, m->files[i].name);
+
+			printf("%4u  %12llu  %10lu  %s\n", m->files[i].rank,
+			       (unsigned long long)m->files[i].size,
+			       (unsigned long)m->files[i].crc32c, fp);
+			free(fp);
+		}
+	}
+	scar_state_free(st);
+	scar_dist_manifest_free(m);
+	return 0;
+}
+
+/* verify on a manifest: complete (sizes, CRCs), then every rank file in full. */
+static int verify_manifest(const char *path, struct scar_error *e)
+{
+	struct scar_dist_manifest *m = NULL;
+	size_t i;
+	int rc;
+
+	rc = scar_dist_manifest_read(path, &m, e);
+	if (rc < 0)
+		return rc;
+	rc = scar_dist_manifest_verify(path, m, e);
+	/* A rank file that is missing leaves the checkpoint incomplete: damage, not trouble. */
+	if (rc == SCAR_ENOTFOUND || (rc < 0 && e->code == SCAR_ENOTFOUND)) {
+		e->code = SCAR_ECORRUPT;
+		rc = SCAR_ECORRUPT;
+	}
+	for (i = 0; rc >= 0 && i < m->nfiles; i++) {
+		char *fp = beside(path, m->files[i].name);
+
+		rc = scar_ckpt_verify(fp, e);
+		if (rc < 0 && !e->file[0])
+			snprintf(e->file, sizeof(e->file), "%s", fp);
+		free(fp);
+	}
+	scar_dist_manifest_free(m);
+	return rc < 0 ? rc : 0;
+}
+
 static void info_text(const char *path, const struct scar_ckpt_info *in,
 		      const struct scar_ckpt_section_info *secs, size_t nsec,
 		      const uint64_t *traw, const uint64_t *tstored, uint64_t file_bytes)
@@ -635,6 +815,8 @@ static int cmd_info(int argc, char **argv)
 	if (argc - optind > 1)
 		cli_usage_error("too many operands");
 	path = input_path(argv[optind]);
+	if (strcmp(path, "-") != 0 && is_manifest(path))
+		return info_manifest(path, json);
 
 	/*
 	 * info reports only what it has checked. A regular file is verified
@@ -713,7 +895,10 @@ static int cmd_verify(int argc, char **argv)
 		int rc;
 
 		scar_error_clear(&e);
-		rc = scar_ckpt_verify(path, &e);
+		if (strcmp(path, "-") != 0 && is_manifest(path))
+			rc = verify_manifest(path, &e);
+		else
+			rc = scar_ckpt_verify(path, &e);
 		if (rc == 0) {
 			if (!quiet)
 				printf("%s: ok\n", path);
@@ -1605,6 +1790,18 @@ static int peek(const char *path, uint64_t *iteration, int *partial)
 	struct scar_error e;
 
 	scar_error_clear(&e);
+	if (is_manifest(path)) {
+		struct scar_dist_manifest *m;
+
+		if (scar_dist_manifest_read(path, &m, &e) < 0) {
+			warn_err(path, &e);
+			return -1;
+		}
+		*iteration = m->iteration;
+		*partial = m->partial;
+		scar_dist_manifest_free(m);
+		return 0;
+	}
 	if (scar_ckpt_reader_open(&r, path, &e) < 0) {
 		warn_err(path, &e);
 		return -1;
@@ -1722,7 +1919,7 @@ static int cmd_apply(int argc, char **argv)
 	items[base_at] = items[--n];
 	moved = 1;
 	scar_error_clear(&e);
-	if (scar_ckpt_load(base_item.path, &base, &e) < 0) {
+	if (load_any(base_item.path, &base, &e) < 0) {
 		warn_err(base_item.path, &e);
 		goto out;
 	}
@@ -1748,7 +1945,7 @@ static int cmd_apply(int argc, char **argv)
 			goto out;
 		}
 		scar_error_clear(&e);
-		if (scar_ckpt_load(items[j].path, &over, &e) < 0) {
+		if (load_any(items[j].path, &over, &e) < 0) {
 			warn_err(items[j].path, &e);
 			goto out;
 		}
@@ -1813,7 +2010,7 @@ static int cmd_convert(int argc, char **argv)
 	refuse_tty_out(out);
 
 	scar_error_clear(&e);
-	if (scar_ckpt_load(in, &st, &e) < 0) {
+	if (load_any(in, &st, &e) < 0) {
 		warn_err(in, &e);
 		return EXIT_TROUBLE;
 	}
@@ -1839,9 +2036,10 @@ static int cmd_convert(int argc, char **argv)
 struct lsent {
 	char *path;
 	uint64_t iteration;
-	int kind;		/* 0 full, 1 partial, 2 damaged */
+	int kind;		/* 0 full, 1 partial, 2 damaged, 3 distributed (a manifest) */
 	uint64_t size;
 	char *error;
+	int owned;		/* path and error are ours to free (a manifest's entry) */
 };
 
 static int cmp_name(const void *a, const void *b)
@@ -1849,13 +2047,22 @@ static int cmp_name(const void *a, const void *b)
 	return strcmp(((const struct lsent *)a)->path, ((const struct lsent *)b)->path);
 }
 
+static int cmp_iter(const void *a, const void *b)
+{
+	const struct lsent *x = a, *y = b;
+
+	if (x->iteration != y->iteration)
+		return x->iteration < y->iteration ? -1 : 1;
+	return cmp_name(a, b);
+}
+
 static int cmd_ls(int argc, char **argv)
 {
-	static const char *const kinds[] = { "full", "partial", "damaged" };
+	static const char *const kinds[] = { "full", "partial", "damaged", "distributed" };
 	struct scar_ckpt_entry *ents = NULL;
 	struct lsent *v = NULL, *bad;
 	struct scar_error e;
-	size_t ne = 0, skipped = 0, nv = 0, nbad = 0, i, j;
+	size_t ne = 0, skipped = 0, nv = 0, nbad = 0, nmani = 0, i, j;
 	const char *dir;
 	char *dirbuf;
 	int json = 0, c, status = 0;
@@ -1877,13 +2084,70 @@ static int cmd_ls(int argc, char **argv)
 	}
 	v = xmalloc((ne + 1) * sizeof(*v));
 	for (i = 0; i < ne; i++) {
+		if (is_rank_file(ents[i].path))
+			continue;	/* a part of a distributed checkpoint: listed by its manifest */
 		v[nv].path = ents[i].path;
 		v[nv].iteration = ents[i].iteration;
 		v[nv].kind = ents[i].partial ? 1 : 0;
 		v[nv].size = ents[i].size;
 		v[nv].error = NULL;
+		v[nv].owned = 0;
 		nv++;
 	}
+	{
+		/* Distributed checkpoints: one entry per manifest, damaged when incomplete. */
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		size_t nm = 0;
+		char **names = NULL;
+
+		while (d && (de = readdir(d)) != NULL) {
+			if (!is_manifest(de->d_name))
+				continue;
+			names = xrealloc(names, (nm + 1) * sizeof(*names));
+			names[nm] = xmalloc(strlen(dir) + strlen(de->d_name) + 2);
+			sprintf(names[nm], "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+				de->d_name);
+			nm++;
+		}
+		if (d)
+			closedir(d);
+		for (i = 0; i < nm; i++) {
+			struct scar_dist_manifest *m = NULL;
+			struct stat sb;
+
+			v = xrealloc(v, (nv + 1) * sizeof(*v));
+			v[nv].path = names[i];
+			v[nv].iteration = 0;
+			v[nv].kind = 3;
+			v[nv].size = 0;
+			v[nv].error = NULL;
+			v[nv].owned = 1;
+			scar_error_clear(&e);
+			if (scar_dist_manifest_read(names[i], &m, &e) == 0 &&
+			    scar_dist_manifest_verify(names[i], m, &e) == 0) {
+				size_t k;
+
+				v[nv].iteration = m->iteration;
+				v[nv].size = stat(names[i], &sb) == 0 ? (uint64_t)sb.st_size : 0;
+				for (k = 0; k < m->nfiles; k++)
+					v[nv].size += m->files[k].size;
+			} else {
+				v[nv].kind = 2;
+				v[nv].size = stat(names[i], &sb) == 0 ? (uint64_t)sb.st_size : 0;
+				v[nv].error = strdup(e.msg[0] ? e.msg : scar_strerror(e.code));
+				cli_warn("damaged distributed checkpoint '%s': %s", names[i],
+					 v[nv].error ? v[nv].error : "?");
+				status = EXIT_NO;
+			}
+			scar_dist_manifest_free(m);
+			nv++;
+		}
+		free(names);
+		nmani = nm;
+	}
+	if (nmani)
+		qsort(v, nv, sizeof(*v), cmp_iter);
 	bad = v + nv;
 	if (skipped) {
 		/* The library skips what it cannot read; find those files and say why. */
@@ -1971,6 +2235,12 @@ print:
 	for (i = 0; i < nbad; i++) {
 		free(bad[i].path);
 		free(bad[i].error);
+	}
+	for (i = 0; i < nv; i++) {
+		if (v[i].owned) {
+			free(v[i].path);
+			free(v[i].error);
+		}
 	}
 	free(v);
 	scar_ckpt_list_free(ents, ne);
