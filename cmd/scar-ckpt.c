@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scar/arrayfile.h"
 #include "scar/ckpt.h"
 #include "scar/dist.h"
 #include "scar/shard.h"
@@ -143,10 +144,10 @@ static const struct command commands[] = {
 	  "  --shards S      split parameter rows into S shards\n"
 	  "IN and OUT may be '-' for stdin and stdout, and may be the same file.\n" },
 	{ "export", cmd_export,
-	  "[--format raw|npy|json] [--help] [-o OUT] [--rows A:B] [--shard N]\n"
+	  "[--format raw|npy|json|safetensors] [--help] [-o OUT] [--rows A:B] [--shard N]\n"
 	  "                        [--tensor NAME] [FILE | -]",
 	  "Write a tensor's present rows as raw little-endian bytes, .npy or JSON.",
-	  "  --format F      raw, npy or json (default: from OUT's suffix, else raw)\n"
+	  "  --format F      raw, npy, json or safetensors (default: from OUT's suffix, else raw)\n"
 	  "  --help          show this help and exit\n"
 	  "  -o, --output OUT  write to OUT (default stdout)\n"
 	  "  --rows A:B      only rows A..B-1 (A or B may be left out)\n"
@@ -919,7 +920,7 @@ static int cmd_verify(int argc, char **argv)
 
 /* ---- export ---- */
 
-enum format { FMT_NONE, FMT_RAW, FMT_NPY, FMT_JSON };
+enum format { FMT_NONE, FMT_RAW, FMT_NPY, FMT_JSON, FMT_SAFETENSORS };
 
 static enum format parse_format(const char *s)
 {
@@ -929,7 +930,9 @@ static enum format parse_format(const char *s)
 		return FMT_NPY;
 	if (strcmp(s, "json") == 0)
 		return FMT_JSON;
-	cli_usage_error("option '--format': '%s' is not raw, npy or json", s);
+	if (strcmp(s, "safetensors") == 0)
+		return FMT_SAFETENSORS;
+	cli_usage_error("option '--format': '%s' is not raw, npy, json or safetensors", s);
 }
 
 static int has_suffix(const char *s, const char *suf)
@@ -1101,7 +1104,8 @@ static int cmd_export(int argc, char **argv)
 	if (argc - optind > 1)
 		cli_usage_error("too many operands");
 	if (fmt == FMT_NONE)
-		fmt = out_path && has_suffix(out_path, ".npy") ? FMT_NPY :
+		fmt = out_path && has_suffix(out_path, ".safetensors") ? FMT_SAFETENSORS :
+		      out_path && has_suffix(out_path, ".npy") ? FMT_NPY :
 		      out_path && has_suffix(out_path, ".json") ? FMT_JSON : FMT_RAW;
 	if (fmt != FMT_JSON)
 		refuse_tty_out(out_path);
@@ -1221,6 +1225,34 @@ static int cmd_export(int argc, char **argv)
 		npy_header(o.f, t->dtype, ndim, shape);
 	if (fmt == FMT_RAW || fmt == FMT_NPY) {
 		fwrite(buf, 1, (size_t)nsel * rb, o.f);
+	} else if (fmt == FMT_SAFETENSORS) {
+		/* One tensor, borrowed: a state on the stack around the exported rows. */
+		struct scar_tensor view, *vp = &view;
+		struct scar_state one;
+		struct scar_error se;
+		char st_name[SCAR_NAME_MAX];
+
+		memset(&one, 0, sizeof(one));
+		memset(&view, 0, sizeof(view));
+		snprintf(st_name, sizeof(st_name), "%s", t->name);
+		view.name = st_name;
+		view.dtype = t->dtype;
+		view.role = t->role;
+		view.ndim = ndim;
+		memcpy(view.shape, shape, sizeof(view.shape));
+		view.data = buf;
+		view.present = NULL;
+		one.ntensors = 1;
+		one.tensors = &vp;
+		one.shards = 1;
+		scar_error_clear(&se);
+		fflush(o.f);
+		if (scar_safetensors_write_fd(fileno(o.f), out_path ? out_path : "-", &one, 0, NULL,
+					      &se) < 0) {
+			warn_err(out_path ? out_path : "-", &se);
+			out_close(&o, 0);
+			goto out;
+		}
 	} else {
 		json_t *js = json_string(t->name);
 		int d;
@@ -1688,6 +1720,51 @@ static int save_state(const struct scar_state *st, const char *out,
 	return 0;
 }
 
+/*
+ * Every tensor of a safetensors file into st, by its name. Tensors the file
+ * marks "scar.role.NAME": "state" (as our export does) keep that role; the
+ * others take --role. Half-precision and small integer types are widened on
+ * reading (see scar/arrayfile.h).
+ */
+static int import_safetensors(struct scar_state *st, const char *path, const char *name,
+			      enum scar_role role)
+{
+	struct scar_state *in = NULL;
+	struct scar_error e;
+	const json_t *meta;
+	size_t k;
+	int rc = 0;
+
+	if (name)
+		cli_usage_error("--name does not apply to a safetensors file (tensors keep their names)");
+	scar_error_clear(&e);
+	if (scar_array_load(path, &in, &e) < 0) {
+		warn_err(path, &e);
+		return -1;
+	}
+	meta = json_object_get(in->extra, "safetensors");
+	for (k = 0; k < in->ntensors; k++) {
+		struct scar_tensor *t = in->tensors[k];
+		char key[SCAR_NAME_MAX + 16];
+		const char *r;
+
+		snprintf(key, sizeof(key), "scar.role.%s", t->name);
+		r = json_string_value(json_object_get(meta, key));
+		t->role = r && strcmp(r, "state") == 0 ? SCAR_ROLE_STATE : role;
+		in->tensors[k] = NULL;
+		if (scar_state_add(st, t, &e) < 0) {
+			warn_err(path, &e);
+			rc = -1;
+			for (k++; k < in->ntensors; k++)
+				scar_tensor_free(in->tensors[k]);
+			break;
+		}
+	}
+	in->ntensors = 0;
+	scar_state_free(in);
+	return rc;
+}
+
 static int cmd_import(int argc, char **argv)
 {
 	struct import_opts io = { 0, -1, { 0 }, SCAR_ROLE_PARAM };
@@ -1741,6 +1818,11 @@ static int cmd_import(int argc, char **argv)
 
 		if (strcmp(path, "-") == 0)
 			cli_refuse_tty_stdin();
+		if (has_suffix(path, ".safetensors")) {
+			if (import_safetensors(st, path, name, io.role) < 0)
+				goto out;
+			continue;
+		}
 		if (name)
 			snprintf(nm, sizeof(nm), "%s", name);
 		else

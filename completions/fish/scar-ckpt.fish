@@ -25,7 +25,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l level -x -a '0
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l dtype -x -a 'f32 f64' -d 'float type'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert import" -l shards -x -d 'shard count'
 
-complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l format -x -a 'raw npy json' -d 'output format'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l format -x -a 'raw npy json safetensors' -d 'output format'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l rows -x -d 'row range A:B'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l shard -x -d 'only this shard'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l tensor -x -d 'tensor name'

@@ -529,7 +529,7 @@ PY
 		COMP_WORDS=(scar-ckpt export --format ""); COMP_CWORD=3; _scar_ckpt; echo "${COMPREPLY[*]}"
 		COMP_WORDS=(scar-ckpt verify -); COMP_CWORD=2; _scar_ckpt; echo "${COMPREPLY[*]}"'
 	[ "${lines[0]}" = convert ]
-	[ "${lines[1]}" = "raw npy json" ]
+	[ "${lines[1]}" = "raw npy json safetensors" ]
 	[ "${lines[2]}" = "--help -q --quiet" ]
 }
 
