@@ -36,11 +36,8 @@
 #include "scar/shard.h"
 #include "scar/train.h"
 #include "model_util.h"
+#include "train_internal.h"
 
-/* The trainer's random streams: the same ids as the single-process trainer, so choices agree. */
-#define STREAM_FAIL_PROB 1
-#define STREAM_FAIL_SHARDS 2
-#define STREAM_RANDOM_POLICY 3
 
 static int g_inited, g_rank, g_size = 1;
 
@@ -987,26 +984,6 @@ static int check_layout(struct dt *t, json_t *config)
 
 /* ---- checkpoints ---- */
 
-static uint64_t policy_rows(const struct scar_train_opts *o, uint64_t rows)
-{
-	uint64_t n;
-
-	if (o->policy == SCAR_POLICY_FULL)
-		return rows;
-	n = (uint64_t)llround(o->fraction * (double)rows);
-	return n < 1 ? 1 : n > rows ? rows : n;
-}
-
-static uint64_t policy_period(const struct scar_train_opts *o)
-{
-	uint64_t p;
-
-	if (o->policy == SCAR_POLICY_FULL)
-		return o->interval;
-	p = (uint64_t)llround(o->fraction * (double)o->interval);
-	return p < 1 ? 1 : p;
-}
-
 struct prio {
 	double p;
 	uint64_t row;
@@ -1029,7 +1006,7 @@ static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
 {
 	const struct scar_train_opts *o = t->o;
 	struct scar_tensor *x = t->st->tensors[ti];
-	uint64_t rows = scar_tensor_rows(x), n = policy_rows(o, rows);
+	uint64_t rows = scar_tensor_rows(x), n = scar_train_policy_rows(o, rows);
 
 	memset(sel, 0, rows);
 	if (n == rows) {
@@ -1051,7 +1028,7 @@ static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
 		if (!idx)
 			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
-				     STREAM_RANDOM_POLICY + (t->st->iteration << 4));
+				     SCAR_STREAM_RANDOM_POLICY + (t->st->iteration << 4));
 		for (uint64_t i = 0; i < rows; i++)
 			idx[i] = (uint32_t)i;
 		for (uint64_t i = 0; i < n; i++) {
@@ -1201,7 +1178,7 @@ static int checkpoint(struct dt *t, int full)
 	int rc = 0;
 	json_t *rec;
 
-	ncp = st->iteration / policy_period(t->o);
+	ncp = st->iteration / scar_train_policy_period(t->o);
 	vt = calloc(st->ntensors, sizeof(*vt));
 	vp = calloc(st->ntensors, sizeof(*vp));
 	if (!vt || !vp) {
@@ -1292,58 +1269,6 @@ out:
 
 /* ---- failures and recovery ---- */
 
-static int fails_now(const struct dt *t)
-{
-	const struct scar_train_opts *o = t->o;
-
-	for (size_t i = 0; i < o->nfail_at; i++)
-		if (o->fail_at[i] == t->clock)
-			return 1;
-	if (o->fail_prob > 0) {
-		struct scar_rng rng;
-
-		scar_rng_seed_stream(&rng, o->fail_seed, STREAM_FAIL_PROB + (t->clock << 4));
-		return scar_rng_uniform(&rng) < o->fail_prob;
-	}
-	return 0;
-}
-
-static int pick_shards(const struct dt *t, uint8_t *lost)
-{
-	const struct scar_train_opts *o = t->o;
-	uint32_t S = t->S, n;
-	struct scar_rng rng;
-	uint32_t *idx;
-
-	memset(lost, 0, S);
-	if (o->lose_mode == SCAR_LOSE_LIST) {
-		for (size_t i = 0; i < o->nlose_list; i++)
-			if (o->lose_list[i] < S)
-				lost[o->lose_list[i]] = 1;
-		return 0;
-	}
-	n = o->lose_mode == SCAR_LOSE_COUNT ? o->lose_count :
-		(uint32_t)llround(o->lose_fraction * S);
-	if (n < 1)
-		n = 1;
-	if (n > S)
-		n = S;
-	if (!(idx = malloc(S * sizeof(*idx))))
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-	for (uint32_t s = 0; s < S; s++)
-		idx[s] = s;
-	scar_rng_seed_stream(&rng, o->fail_seed, STREAM_FAIL_SHARDS + (t->clock << 4));
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j = i + (uint32_t)scar_rng_below(&rng, S - i), tmp = idx[i];
-
-		idx[i] = idx[j];
-		idx[j] = tmp;
-		lost[idx[i]] = 1;
-	}
-	free(idx);
-	return 0;
-}
-
 /*
  * The owners of the lost shards destroy those rows (NaN, or zero for
  * recovery "none") and restore them from their saved view (partial), or
@@ -1364,7 +1289,7 @@ static int fail_and_recover(struct dt *t)
 		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = pick_shards(t, lost)))
+	if ((rc = scar_train_pick_shards(t->o, t->S, t->clock, lost, t->err)))
 		goto out;
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s]) {
@@ -1874,7 +1799,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	}
 	t.comm_bytes = 0;
 
-	period = policy_period(o);
+	period = scar_train_policy_period(o);
 	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
 	while (!done && t.clock < limit) {
 		struct scar_tensor *w = param_of(&t);
@@ -1891,7 +1816,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		if (o->policy != SCAR_POLICY_NONE && t.st->iteration % period == 0 &&
 		    (rc = agree(&t, checkpoint(&t, o->policy == SCAR_POLICY_FULL))))
 			goto out;
-		if (t.clock <= N && fails_now(&t) && (rc = agree(&t, fail_and_recover(&t))))
+		if (t.clock <= N && scar_train_fails_at(o, t.clock) && (rc = agree(&t, fail_and_recover(&t))))
 			goto out;
 		if (o->progress && t.R == 0)
 			o->progress(t.clock, limit, o->progress_arg);

@@ -17,11 +17,8 @@
 #include "scar/rng.h"
 #include "scar/shard.h"
 #include "scar/train.h"
+#include "train_internal.h"
 
-/* Stream ids that keep the trainer's random choices apart. */
-#define STREAM_FAIL_PROB 1
-#define STREAM_FAIL_SHARDS 2
-#define STREAM_RANDOM_POLICY 3
 
 static const char *const policy_names[] = { "none", "full", "round-robin", "random", "priority" };
 static const char *const recovery_names[] = { "partial", "full", "none" };
@@ -201,27 +198,6 @@ static int push_obj(struct trainer *t, double v)
 
 /* ---- checkpoints ---- */
 
-static uint64_t policy_rows(const struct scar_train_opts *o, uint64_t rows)
-{
-	uint64_t n;
-
-	if (o->policy == SCAR_POLICY_FULL)
-		return rows;
-	n = (uint64_t)llround(o->fraction * (double)rows);
-	return n < 1 ? 1 : n > rows ? rows : n;
-}
-
-/* Iterations between checkpoints: C for full, round(r * C) >= 1 for partial. */
-static uint64_t policy_period(const struct scar_train_opts *o)
-{
-	uint64_t p;
-
-	if (o->policy == SCAR_POLICY_FULL)
-		return o->interval;
-	p = (uint64_t)llround(o->fraction * (double)o->interval);
-	return p < 1 ? 1 : p;
-}
-
 struct prio {
 	double p;
 	uint64_t row;
@@ -241,7 +217,7 @@ static int select_rows(struct trainer *t, size_t ti, uint8_t *sel, uint64_t ncp)
 {
 	const struct scar_train_opts *o = t->o;
 	struct scar_tensor *x = t->st->tensors[ti];
-	uint64_t rows = scar_tensor_rows(x), n = policy_rows(o, rows);
+	uint64_t rows = scar_tensor_rows(x), n = scar_train_policy_rows(o, rows);
 
 	memset(sel, 0, rows);
 	if (n == rows) {
@@ -263,7 +239,7 @@ static int select_rows(struct trainer *t, size_t ti, uint8_t *sel, uint64_t ncp)
 		if (!idx)
 			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
-				     STREAM_RANDOM_POLICY + (t->st->iteration << 4));
+				     SCAR_STREAM_RANDOM_POLICY + (t->st->iteration << 4));
 		for (uint64_t i = 0; i < rows; i++)
 			idx[i] = (uint32_t)i;
 		for (uint64_t i = 0; i < n; i++) {
@@ -342,7 +318,7 @@ static int checkpoint(struct trainer *t, int full)
 	size_t nv = 0;
 	json_t *rec;
 
-	ncp = st->iteration / policy_period(t->o);
+	ncp = st->iteration / scar_train_policy_period(t->o);
 	if (full) {
 		struct scar_state *c;
 
@@ -431,61 +407,6 @@ out:
 
 /* ---- failures and recovery ---- */
 
-static int fails_now(const struct trainer *t)
-{
-	const struct scar_train_opts *o = t->o;
-
-	for (size_t i = 0; i < o->nfail_at; i++)
-		if (o->fail_at[i] == t->clock)
-			return 1;
-	if (o->fail_prob > 0) {
-		struct scar_rng rng;
-
-		scar_rng_seed_stream(&rng, o->fail_seed, STREAM_FAIL_PROB + (t->clock << 4));
-		return scar_rng_uniform(&rng) < o->fail_prob;
-	}
-	return 0;
-}
-
-/* Which shards this failure loses: lost[s] = 1. */
-static void pick_shards(const struct trainer *t, uint8_t *lost)
-{
-	const struct scar_train_opts *o = t->o;
-	uint32_t S = t->st->shards, n;
-	struct scar_rng rng;
-	uint32_t *idx;
-
-	memset(lost, 0, S);
-	if (o->lose_mode == SCAR_LOSE_LIST) {
-		for (size_t i = 0; i < o->nlose_list; i++)
-			if (o->lose_list[i] < S)
-				lost[o->lose_list[i]] = 1;
-		return;
-	}
-	n = o->lose_mode == SCAR_LOSE_COUNT ? o->lose_count :
-		(uint32_t)llround(o->lose_fraction * S);
-	if (n < 1)
-		n = 1;
-	if (n > S)
-		n = S;
-	idx = malloc(S * sizeof(*idx));
-	if (!idx) {	/* cannot choose at random: lose the first n */
-		memset(lost, 1, n);
-		return;
-	}
-	for (uint32_t s = 0; s < S; s++)
-		idx[s] = s;
-	scar_rng_seed_stream(&rng, o->fail_seed, STREAM_FAIL_SHARDS + (t->clock << 4));
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t j = i + (uint32_t)scar_rng_below(&rng, S - i), tmp = idx[i];
-
-		idx[i] = idx[j];
-		idx[j] = tmp;
-		lost[idx[i]] = 1;
-	}
-	free(idx);
-}
-
 /*
  * Destroy the lost rows: floats become NaN, integers all-ones, so a recovery
  * that forgets a row shows up at once. With recovery "none" they become zero.
@@ -515,7 +436,8 @@ static int fail_and_recover(struct trainer *t)
 		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	pick_shards(t, lost);
+	if ((rc = scar_train_pick_shards(t->o, S, t->clock, lost, t->err)))
+		goto out;
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s])
 			json_array_append_new(shards, json_integer(s));
@@ -951,7 +873,7 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	period = policy_period(o);
+	period = scar_train_policy_period(o);
 	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
 	while (!done && t.clock < limit) {
 		struct scar_state *st = t.st;
@@ -982,7 +904,7 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 			if ((rc = checkpoint(&t, full)))
 				goto out;
 		}
-		if (t.clock <= N && fails_now(&t) && (rc = fail_and_recover(&t)))
+		if (t.clock <= N && scar_train_fails_at(o, t.clock) && (rc = fail_and_recover(&t)))
 			goto out;
 		if (o->progress)
 			o->progress(t.clock, limit, o->progress_arg);
