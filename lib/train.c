@@ -18,6 +18,7 @@
 #include "scar/shard.h"
 #include "scar/train.h"
 #include "train_internal.h"
+#include "topk.h"
 
 
 static const char *const policy_names[] = { "none", "full", "round-robin", "random", "priority" };
@@ -198,20 +199,6 @@ static int push_obj(struct trainer *t, double v)
 
 /* ---- checkpoints ---- */
 
-struct prio {
-	double p;
-	uint64_t row;
-};
-
-static int prio_cmp(const void *a, const void *b)
-{
-	const struct prio *x = a, *y = b;
-
-	if (x->p != y->p)
-		return x->p < y->p ? 1 : -1;	/* highest priority first */
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
 /* Mark in `sel` (rows bytes) the rows the policy saves this time for tensor x. */
 static int select_rows(struct trainer *t, size_t ti, uint8_t *sel, uint64_t ncp)
 {
@@ -255,16 +242,17 @@ static int select_rows(struct trainer *t, size_t ti, uint8_t *sel, uint64_t ncp)
 	}
 	case SCAR_POLICY_PRIORITY: {
 		const struct scar_tensor *sv = t->saved->tensors[ti];
-		uint64_t re = scar_tensor_row_elems(x);
-		struct prio *pr = malloc(rows * sizeof(*pr));
+		struct scar_prio *pr = malloc(rows * sizeof(*pr));
 
 		if (!pr)
 			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		for (uint64_t r = 0; r < rows; r++) {
-			pr[r].p = sqdist(x, x->data, sv->data, r * re, re);
+			pr[r].p = scar_row_priority(x, sv, r);
+			if (isnan(pr[r].p))
+				pr[r].p = INFINITY;	/* a destroyed row differs most */
 			pr[r].row = r;
 		}
-		qsort(pr, rows, sizeof(*pr), prio_cmp);
+		scar_prio_select(pr, rows, n);
 		for (uint64_t i = 0; i < n; i++)
 			sel[pr[i].row] = 1;
 		free(pr);
@@ -313,7 +301,7 @@ static int checkpoint(struct trainer *t, int full)
 	struct scar_state *st = t->st, view;
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	uint64_t rows_written = 0, bytes = 0, file_bytes = 0, ncp;
-	double t1 = now(), secs;
+	double t1 = now(), secs, sel_secs = 0, ts;
 	int rc = 0;
 	size_t nv = 0;
 	json_t *rec;
@@ -364,8 +352,10 @@ static int checkpoint(struct trainer *t, int full)
 		}
 		vp[nv] = &vt[nv];
 		nv++;
+		ts = now();
 		if ((rc = select_rows(t, i, vt[nv - 1].present, ncp)))
 			goto out;
+		sel_secs += now() - ts;
 		for (uint64_t r = 0; r < rows; r++)
 			if (vt[nv - 1].present[r]) {
 				memcpy(scar_tensor_row(t->saved->tensors[i], r), scar_tensor_row(x, r), rb);
@@ -388,14 +378,17 @@ done:
 	t->res->checkpoint_rows += rows_written;
 	t->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
 	t->res->checkpoint_seconds += secs;
+	t->res->select_seconds += sel_secs;
 	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
 			"iter", (json_int_t)t->clock, "state_iter", (json_int_t)st->iteration,
 			"policy", full && t->o->policy != SCAR_POLICY_FULL ? "full" :
 				scar_policy_name(t->o->policy),
 			"kind", full ? "full" : "partial", "rows", (json_int_t)rows_written,
 			"bytes", (json_int_t)(file_bytes ? file_bytes : bytes));
-	if (rec && t->o->timing)
+	if (rec && t->o->timing) {
 		json_object_set_new(rec, "seconds", json_real(secs));
+		json_object_set_new(rec, "select_seconds", json_real(sel_secs));
+	}
 	rc = emit(t, rec);
 out:
 	for (size_t i = 0; vt && i < nv; i++)
@@ -959,6 +952,7 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 		}
 		if (o->timing) {
 			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
+			json_object_set_new(rec, "select_seconds", json_real(res->select_seconds));
 			json_object_set_new(rec, "elapsed", json_real(now() - t.t0));
 		}
 	}

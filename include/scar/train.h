@@ -119,7 +119,8 @@ struct scar_train_result {
 	double cost_interp;		/* the same with both crossings linearly interpolated */
 	int censored;
 	uint64_t checkpoints, checkpoint_rows, checkpoint_bytes;
-	double checkpoint_seconds;
+	double checkpoint_seconds;	/* all checkpoint work, selection and writes */
+	double select_seconds;		/* of which choosing the rows (priorities, sort) */
 	struct scar_state *final_state;	/* owned by the caller: scar_state_free() it */
 };
 

@@ -1,0 +1,109 @@
+#!/bin/sh
+# bench-overhead.sh - what checkpointing costs a training run (issue 4
+# section 6), beside the same run without checkpoints.
+#
+# For each workload (mlr on Fashion-MNIST, mf on MovieLens, lda on the
+# SpamAssassin corpus; synthetic data when `make data` has not fetched them),
+# at the comparison's settings (S = 8 shards, C = 8, r = 1/4, as in
+# examples/compare-strategies.sh), runs scar-train with --policy none and
+# with each policy writing checkpoint files to a directory (fsync on, LZ4 on,
+# as a user would), BENCH_RUNS times each (default 3), interleaved so that
+# load drifts hit every policy alike. Reported, medians over the runs:
+#
+#   train s      training time: the last iteration record's elapsed minus
+#                the initial record's (data loading left out);
+#   overhead     train s against the none run's median, as a percentage;
+#   ckpt s       time inside checkpoints (selection, copy, compression, write);
+#   ckpt %       ckpt s against the none run's train s (measured inside the
+#                run, so steadier than overhead on a loaded machine);
+#   select s     of which choosing the rows (priority: every row's distance
+#                from its saved value, then a sort);
+#   select %     select s against the none run's train s: the issue's
+#                at-most-3% figure for priority;
+#   bytes/iter   checkpoint bytes written (file sizes) per iteration -
+#                deterministic, the same in every run; the policies write
+#                equal rows per iteration by construction, the bytes differ
+#                by compression and per-file overhead.
+#
+# BENCH_QUICK=1: one run each, fewer iterations.
+set -eu
+cd "$(dirname "$0")/.."
+out=bench/out/overhead
+mkdir -p "$out"
+runs=${BENCH_RUNS:-3}
+n_mlr=10 n_mf=20 n_lda=20
+if [ "${BENCH_QUICK:-0}" = 1 ]; then runs=1; n_mlr=4 n_mf=8 n_lda=8; fi
+data=${SCAR_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/scar}
+train=./scar-train
+command -v jq > /dev/null || { echo "bench-overhead: jq is needed (make deps)" >&2; exit 2; }
+
+model_args() {
+	case $1 in
+	mlr)
+		if [ -e "$data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
+			echo "-m mlr --data $data/fashion-mnist -n $n_mlr"
+		else
+			echo "-m mlr -n $n_mlr"
+		fi ;;
+	mf)
+		if [ -e "$data/movielens/ratings.csv" ]; then
+			echo "-m mf --data $data/movielens/ratings.csv -n $n_mf"
+		else
+			echo "-m mf -n $n_mf"
+		fi ;;
+	lda)
+		if [ -e "$data/spam/docword.spam.txt" ]; then
+			echo "-m lda --data $data/spam/docword.spam.txt -n $n_lda"
+		else
+			echo "-m lda -n $n_lda"
+		fi ;;
+	esac
+}
+
+# One run: prints "train_s ckpt_s select_s bytes iters".
+one() {
+	m=$1 policy=$2
+	dir=$out/ckpt-$m-$policy
+	rm -rf "$dir"
+	if [ "$policy" = none ]; then
+		pa="--policy none"
+	else
+		pa="--policy $policy --fraction 1/4 --checkpoint-dir $dir"
+		[ "$policy" = full ] && pa="--policy full --checkpoint-dir $dir"
+	fi
+	# shellcheck disable=SC2086
+	$train -q --shards 8 --interval 8 $(model_args "$m") $pa > "$out/run.jsonl"
+	rm -rf "$dir"
+	jq -r -s '
+		[.[] | select(.type == "iteration")] as $it
+		| (.[] | select(.type == "summary")) as $s
+		| "\($it[-1].elapsed - $it[0].elapsed) \($s.checkpoint_seconds // 0) \($s.select_seconds // 0) \($s.checkpoint_bytes) \($s.iters)"
+	' "$out/run.jsonl"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+policies="none full round-robin random priority"
+printf '%-4s %-12s %9s %9s %9s %9s %9s %9s %12s\n' model policy "train s" overhead "ckpt s" "ckpt %" "select s" "select %" "bytes/iter"
+for m in mlr mf lda; do
+	: > "$out/$m.txt"
+	i=1
+	while [ "$i" -le "$runs" ]; do
+		for p in $policies; do
+			echo "$p $(one "$m" "$p")" >> "$out/$m.txt"
+		done
+		i=$((i + 1))
+	done
+	base=$(awk '$1 == "none" { print $2 }' "$out/$m.txt" | median)
+	for p in $policies; do
+		tr=$(awk -v p="$p" '$1 == p { print $2 }' "$out/$m.txt" | median)
+		ck=$(awk -v p="$p" '$1 == p { print $3 }' "$out/$m.txt" | median)
+		se=$(awk -v p="$p" '$1 == p { print $4 }' "$out/$m.txt" | median)
+		bpi=$(awk -v p="$p" '$1 == p { printf "%.0f\n", $5 / $6 }' "$out/$m.txt" | median)
+		awk -v m="$m" -v p="$p" -v tr="$tr" -v b="$base" -v ck="$ck" -v se="$se" -v bpi="$bpi" 'BEGIN {
+			printf "%-4s %-12s %9.3f %8.1f%% %9.4f %8.2f%% %9.5f %8.3f%% %12d\n",
+			    m, p, tr, 100 * (tr - b) / b, ck, 100 * ck / b, se, 100 * se / b, bpi
+		}'
+	done
+done
+echo "(medians of $runs runs each, interleaved; wall clock on a shared machine: compare within a model, not across runs)"
