@@ -496,6 +496,25 @@ out:
 
 /* ---- the loop ---- */
 
+/* A shard that can hold no row of any parameter tensor is a mistake. */
+static int check_shards(struct trainer *t)
+{
+	const struct scar_tensor *big = NULL;
+
+	for (size_t i = 0; i < t->st->ntensors; i++) {
+		const struct scar_tensor *x = t->st->tensors[i];
+
+		if (is_param(x) && (!big || scar_tensor_rows(x) > scar_tensor_rows(big)))
+			big = x;
+	}
+	if (big && t->o->shards > scar_tensor_rows(big))
+		return scar_error_set(t->err, SCAR_EINVAL,
+				      "%u shards are more than the %llu rows of the largest parameter tensor '%s'",
+				      (unsigned)t->o->shards, (unsigned long long)scar_tensor_rows(big),
+				      big->name);
+	return 0;
+}
+
 static int build_fresh(struct trainer *t, json_t *config)
 {
 	int rc;
@@ -505,7 +524,9 @@ static int build_fresh(struct trainer *t, json_t *config)
 	json_decref(t->st->config);
 	t->st->config = json_incref(config);
 	t->st->shards = t->o->shards;
-	return t->def->init_state(t->m, t->st, t->err);
+	if ((rc = t->def->init_state(t->m, t->st, t->err)))
+		return rc;
+	return check_shards(t);
 }
 
 /* The resumed state must have exactly the tensors a fresh one would. */

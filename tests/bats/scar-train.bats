@@ -36,6 +36,10 @@ field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; 
 	run -2 scar-train -m ridge --interval 0
 	run -2 scar-train -m ridge --fail-prob nan
 	run -2 scar-train -m ridge extra-operand
+	# ridge's synthetic weights have 50 rows: 50 shards are fine, 51 are not.
+	run -0 scar-train -q -m ridge -n 1 --shards 50
+	run -2 scar-train -q -m ridge -n 1 --shards 51
+	[[ "$output" == *"51 shards are more than the 50 rows of the largest parameter tensor 'w'"* ]]
 }
 
 @test "scar-train: --list-models names the four workloads" {
