@@ -47,29 +47,36 @@ TOOL_BIN := $(TOOL_SRC:.c=)
 MAN_SRC  := $(sort $(wildcard man/*.[157]))
 HEADERS  := $(sort $(wildcard include/scar/*.h))
 
-.PHONY: experiment all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check
+.PHONY: FORCE experiment all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check
 
 all: $(PROGS) lib/libscar.a scar.pc $(TOOL_BIN)
 
-lib/%.o: lib/%.c $(HEADERS) $(wildcard lib/*.h)
+# sanitize.stamp holds the SANITIZE of the build. Everything compiled depends
+# on it, so changing SANITIZE rebuilds all instead of mixing instrumented and
+# plain objects; the tests read it (tests/bats/helper.bash). It is rewritten
+# only when SANITIZE changes (the way git's GIT-CFLAGS is).
+sanitize.stamp: FORCE
+	@[ "$$(cat $@ 2>/dev/null)" = '$(SANITIZE)' ] || printf '%s\n' '$(SANITIZE)' > $@
+
+lib/%.o: lib/%.c $(HEADERS) $(wildcard lib/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
-cmd/common/%.o: cmd/common/%.c $(HEADERS) $(wildcard cmd/common/*.h)
+cmd/common/%.o: cmd/common/%.c $(HEADERS) $(wildcard cmd/common/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 lib/libscar.a: $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-scar-%: cmd/scar-%.c $(CLI_OBJ) lib/libscar.a $(HEADERS) $(wildcard cmd/common/*.h)
+scar-%: cmd/scar-%.c $(CLI_OBJ) lib/libscar.a $(HEADERS) $(wildcard cmd/common/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -Icmd/common -o $@ $< $(CLI_OBJ) lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
 
-tests/unit/test-%: tests/unit/test-%.c tests/unit/unit.h lib/libscar.a $(HEADERS)
+tests/unit/test-%: tests/unit/test-%.c tests/unit/unit.h lib/libscar.a $(HEADERS) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -Ilib -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
 
-examples/%: examples/%.c lib/libscar.a $(HEADERS)
+examples/%: examples/%.c lib/libscar.a $(HEADERS) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
 
-tools/%: tools/%.c lib/libscar.a $(HEADERS)
+tools/%: tools/%.c lib/libscar.a $(HEADERS) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
 
 tests/fault-shim.so: tests/fault-shim.c
@@ -77,13 +84,15 @@ tests/fault-shim.so: tests/fault-shim.c
 
 # scar.pc for the paths of this invocation; `make install` writes it afresh,
 # so installing with another PREFIX than the build's gets the right one.
-# The library is static only, so its own link needs (-lm) are in Libs.
+# The library is static only, so its own link needs (-lm) are in Libs, and
+# so is the sanitizer runtime of a SANITIZE build (its objects call it).
+PC_SANLIBS := $(if $(SANITIZE), -fsanitize=$(SANITIZE))
 SCAR_PC = printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	  'Name: scar' 'Description: fault tolerance for iterative-convergent machine learning' \
 	  'Version: $(VERSION)' 'Requires: jansson liblz4 zlib' \
-	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar -lm'
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar -lm$(PC_SANLIBS)'
 
-scar.pc: Makefile
+scar.pc: Makefile sanitize.stamp
 	$(SCAR_PC) > $@
 
 # `make check` installs what it needs first, so a fresh machine needs only this.
@@ -155,6 +164,7 @@ uninstall:
 
 clean:
 	rm -f lib/*.o cmd/common/*.o lib/libscar.a scar.pc $(PROGS) $(UNIT_BIN) $(EX_BIN) $(TOOL_BIN) tests/fault-shim.so
+	rm -f sanitize.stamp
 	rm -rf tests/fuzz/bin
 
 # --- MPI ---

@@ -8,11 +8,12 @@ load helper
 EX=$SCAR_ROOT/examples
 
 # Build examples/$1.c the way a user would, against include/ and the
-# built library only (make check builds them in place too).
+# built library only (make check builds them in place too); with the
+# sanitizer runtime when the library is a SANITIZE build.
 build_example() {
 	[ -f "$SCAR_ROOT/lib/libscar.a" ] || skip "lib/libscar.a not built (run make)"
-	${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 -I"$SCAR_ROOT/include" -o "$1" "$EX/$1.c" \
-		"$SCAR_ROOT/lib/libscar.a" -ljansson -llz4 -lz -lm
+	${CC:-cc} -std=c11 -Wall -Wextra -Werror -O2 $SCAR_SANFLAGS -I"$SCAR_ROOT/include" \
+		-o "$1" "$EX/$1.c" "$SCAR_ROOT/lib/libscar.a" -ljansson -llz4 -lz -lm $SCAR_SANFLAGS
 }
 
 # The markdown table rows of a script's output ("| ... |" lines after the separator).

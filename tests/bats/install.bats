@@ -19,7 +19,8 @@ setup_file() {
 	printf '#!/bin/sh\n' > "$P/bin/other-tool"
 	printf '.TH OTHER 1\n' > "$P/share/man/man1/other.1"
 	(cd "$ROOT" && find . | LC_ALL=C sort) > "$BATS_FILE_TMPDIR/before"
-	make -C "$SCAR_ROOT" install DESTDIR="$ROOT" PREFIX=/usr/local \
+	# (with the build's own SANITIZE, or make would rebuild it without)
+	make -C "$SCAR_ROOT" install SANITIZE="$SCAR_SANITIZE" DESTDIR="$ROOT" PREFIX=/usr/local \
 		>"$BATS_FILE_TMPDIR/install.log" 2>&1 && touch "$BATS_FILE_TMPDIR/installed"
 	(cd "$ROOT" && find . | LC_ALL=C sort) > "$BATS_FILE_TMPDIR/after"
 }
@@ -174,7 +175,7 @@ need_install() {
 
 @test "PREFIX moves everything, and uninstall with the same PREFIX removes every file" {
 	local root=$BATS_TEST_TMPDIR/opt-root
-	run -0 make -C "$SCAR_ROOT" install DESTDIR="$root" PREFIX=/opt/scar
+	run -0 make -C "$SCAR_ROOT" install SANITIZE="$SCAR_SANITIZE" DESTDIR="$root" PREFIX=/opt/scar
 	[ -x "$root/opt/scar/bin/scar-train" ]
 	[ -f "$root/opt/scar/share/man/man7/scar.7" ]
 	grep -qx 'prefix=/opt/scar' "$root/opt/scar/lib/pkgconfig/scar.pc"
