@@ -566,7 +566,8 @@ int main(int argc, char **argv)
 		if (collect(argv[i], &ps, 1) < 0)
 			bad = 1;
 	/* Byte order of paths fixes the document order on every machine. */
-	qsort(ps.v, ps.n, sizeof(*ps.v), cmp_str);
+	if (ps.n)
+		qsort(ps.v, ps.n, sizeof(*ps.v), cmp_str);
 	for (size_t i = 0; i < ps.n; i++)
 		if (read_message(ps.v[i], min_len) < 0)
 			bad = 1;
