@@ -148,11 +148,14 @@ static int wr_flush(struct wr *w)
 	return 0;
 }
 
-/* Write n bytes: staged when small, directly when large. */
+/* Write n bytes: staged when small, directly when large. p may be NULL when
+ * n is 0 (the index of a checkpoint without sections). */
 static int wr_bytes(struct wr *w, const void *p, size_t n)
 {
 	int e;
 
+	if (!n)
+		return 0;
 	if (n <= OBUF_LEN - w->olen) {
 		memcpy(w->obuf + w->olen, p, n);
 		w->olen += n;

@@ -325,6 +325,23 @@ static struct scar_state *small(const char *model, uint64_t iter, uint64_t rows)
 	return st;
 }
 
+/* A checkpoint without a single row (an MPI rank that holds no shard):
+ * no sections, an empty index; it writes, verifies and loads. */
+static void test_no_sections(void)
+{
+	struct scar_state *st = small("mf", 3, 4), *ld = NULL;
+	struct scar_error e;
+
+	CHECK_RC(scar_tensor_init_present(st->tensors[0], 0, NULL));
+	memset(st->tensors[0]->present, 0, 4);
+	CHECK_E(scar_ckpt_save(st, tmp("none.ckpt"), NULL, &e), e);
+	CHECK_E(scar_ckpt_verify(tmp("none.ckpt"), &e), e);
+	CHECK_E(scar_ckpt_load(tmp("none.ckpt"), &ld, &e), e);
+	CHECK(ld && ld->ntensors == 1 && scar_tensor_rows_present(ld->tensors[0]) == 0);
+	scar_state_free(ld);
+	scar_state_free(st);
+}
+
 static void test_apply(void)
 {
 	struct scar_state *base = small("mf", 10, 6), *p1 = small("mf", 12, 6), *p2 = small("mf", 14, 6);
@@ -535,6 +552,7 @@ int main(void)
 	test_big();
 	test_random_access();
 	test_pipe();
+	test_no_sections();
 	test_apply();
 	test_list();
 	test_atomic();
