@@ -194,7 +194,10 @@ int main(int argc, char **argv)
 		cli_die("out of memory");
 	while ((c = getopt_long(argc, argv, "hm:n:qV", long_options, NULL)) != -1) {
 		switch (c) {
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'h':
+			json_decref(config);
+			fputs(usage_text, stdout);
+			return 0;
 		case 'V': cli_version();
 		case 'm': model = optarg; model_given = 1; break;
 		case 'n': o.iters = cli_parse_u64("--iters", optarg, 1, 100000000); break;
@@ -274,6 +277,7 @@ int main(int argc, char **argv)
 		case OPT_EVENTS: events_path = optarg; break;
 		case OPT_NOTIMING: o.timing = 0; break;
 		default:
+			json_decref(config);
 			fprintf(stderr, "try '%s --help'\n", cli_progname);
 			return EXIT_TROUBLE;
 		}
@@ -385,6 +389,9 @@ int main(int argc, char **argv)
 	if (rc) {
 		if (rc == SCAR_EDIVERGED) {
 			cli_warn_error(&err);
+			scar_state_free(resume);
+			json_decref(reference);
+			json_decref(config);
 			return EXIT_NO;
 		}
 		cli_die_error(&err);

@@ -281,5 +281,16 @@ int main(int argc, char **argv)
 				print_elem(&T[i], T[i].data + r * T[i].rowb + e * T[i].esz);
 			putchar('\n');
 		}
+	for (size_t i = 0; i < nt; i++) {
+		free(T[i].data);
+		free(T[i].present);
+	}
+	free(T);
+	free(sec);
+	free(idx);
+	free(meta);
+	json_decref(m);
+	if (in != stdin)
+		fclose(in);
 	return fflush(stdout) || ferror(stdout) ? 2 : 0;
 }
