@@ -71,6 +71,13 @@ void scar_dist_finalize(void)
 	g_inited = 0;
 }
 
+int scar_dist_bcast_int(int v)
+{
+	if (g_inited && g_size > 1)
+		MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	return v;
+}
+
 int scar_dist_active(void)
 {
 	return g_inited && g_size > 1;

@@ -146,6 +146,13 @@ int scar_dist_init(int launched, int *argc, char ***argv, struct scar_error *err
 /* Finalize MPI if scar_dist_init started it; safe to call twice (e.g. from atexit). */
 void scar_dist_finalize(void);
 
+/*
+ * Rank 0's v, returned on every rank (a collective: every rank must call
+ * it); v itself when MPI is not running. For a command's decisions that
+ * one rank makes for all, e.g. creating the checkpoint directory.
+ */
+int scar_dist_bcast_int(int v);
+
 /* Nonzero when MPI is running with more than one rank. */
 int scar_dist_active(void);
 /* This process's rank (0 when not distributed) and the number of ranks (1). */

@@ -148,6 +148,18 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 	[ "$(jq '.files[0].size' ck/ckpt-0000000000.manifest)" = "$(stat -c %s ck/ckpt-0000000000.rank-0.ckpt)" ]
 }
 
+@test "mpi: a missing checkpoint directory is created once, by rank 0" {
+	for i in 1 2 3; do
+		mpi 4 $RIDGE --iters 4 --policy full --interval 2 --checkpoint-dir "new$i" > run.jsonl
+		[ -f "new$i/ckpt-0000000004.manifest" ]
+		[ -f "new$i/ckpt-0000000004.rank-3.ckpt" ]
+	done
+	# Only one level, as in one process; the error is said once, exit 2.
+	run -2 --separate-stderr mpi 2 $RIDGE --iters 4 --checkpoint-dir missing/ck
+	[ "$(grep -c "scar-train: cannot create checkpoint directory 'missing/ck': No such file or directory" <<< "$stderr")" -eq 1 ]
+	[ ! -e missing ]
+}
+
 @test "mpi: resume with a different P continues the same run" {
 	mkdir ck
 	opts="--policy full --interval 5 --checkpoint-dir ck"
