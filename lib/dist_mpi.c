@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -1591,86 +1590,26 @@ static int reached(const struct scar_model_def *d, double v, double target)
 	return d->objective_higher_better ? v >= target : v <= target;
 }
 
-/* One entry of a checkpoint directory, single-file or distributed. */
-struct dent {
-	char *path;
-	uint64_t iteration;
-	int partial, manifest;
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-	const struct dent *x = a, *y = b;
-
-	if (x->iteration != y->iteration)
-		return x->iteration < y->iteration ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
 /* Saved view after a resume: the newest full checkpoint, then the partials after it. */
 static int rebuild_saved_view(struct dt *t)
 {
-	struct scar_ckpt_entry *ents = NULL;
-	struct dent *v = NULL;
-	size_t n = 0, nv = 0;
-	DIR *d;
-	struct dirent *de;
+	struct scar_ckpt_entry *v = NULL;
+	size_t nv = 0;
 	int rc, based = 0;
 
 	if (!t->o->ckpt_dir)
 		return 0;
-	if ((rc = scar_ckpt_list(t->o->ckpt_dir, &ents, &n, NULL, t->err)))
+	/* Single-file checkpoints and complete manifests, by iteration. */
+	if ((rc = scar_dist_ckpt_list(t->o->ckpt_dir, &v, &nv, NULL, t->err)))
 		return rc;
-	d = opendir(t->o->ckpt_dir);
-	v = calloc(n + 1, sizeof(*v));
-	if (!d) {
-		rc = scar_error_set_errno(t->err, errno, t->o->ckpt_dir, "cannot open directory '%s'",
-					  t->o->ckpt_dir);
-		goto out;
-	}
-	if (!v) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!strstr(ents[i].path + strlen(t->o->ckpt_dir), ".rank-")) {
-			v[nv].path = strdup(ents[i].path);
-			v[nv].iteration = ents[i].iteration;
-			v[nv].partial = ents[i].partial;
-			if (!v[nv++].path) {
-				rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-	while ((de = readdir(d))) {
-		struct scar_dist_manifest *m;
-		size_t len = strlen(de->d_name);
-		char p[4096];
-		struct dent *nvp;
-
-		if (len < 10 || strcmp(de->d_name + len - 9, ".manifest") || de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", t->o->ckpt_dir, de->d_name);
-		if (scar_dist_manifest_read(p, &m, NULL))
-			continue;
-		if (scar_dist_manifest_verify(p, m, NULL) == 0 && (nvp = realloc(v, (nv + 1) * sizeof(*v)))) {
-			v = nvp;
-			v[nv].path = strdup(p);
-			v[nv].iteration = m->iteration;
-			v[nv].partial = m->partial;
-			v[nv].manifest = 1;
-			if (v[nv].path)
-				nv++;
-		}
-		scar_dist_manifest_free(m);
-	}
-	qsort(v, nv, sizeof(*v), dent_cmp);
 	for (size_t i = 0; i < nv && v[i].iteration <= t->st->iteration; i++) {
+		size_t len = strlen(v[i].path);
 		struct scar_state *c;
 
 		if (!based && v[i].partial)
 			continue;
-		rc = v[i].manifest ? scar_dist_manifest_load(v[i].path, &c, t->err) :
+		rc = len > 9 && strcmp(v[i].path + len - 9, ".manifest") == 0 ?
+			scar_dist_manifest_load(v[i].path, &c, t->err) :
 			scar_ckpt_load(v[i].path, &c, t->err);
 		if (rc)
 			break;
@@ -1691,13 +1630,7 @@ static int rebuild_saved_view(struct dt *t)
 		if (rc)
 			break;
 	}
-out:
-	if (d)
-		closedir(d);
-	for (size_t i = 0; v && i < nv; i++)
-		free(v[i].path);
-	free(v);
-	scar_ckpt_list_free(ents, n);
+	scar_ckpt_list_free(v, nv);
 	return rc;
 }
 

@@ -133,6 +133,22 @@ int scar_dist_manifest_load(const char *path, struct scar_state **out, struct sc
 int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
 			  char *used_path, size_t used_len, struct scar_error *err);
 
+/* Nonzero when the file name of path is a rank file's, "*.rank-R.ckpt" (R decimal). */
+int scar_dist_is_rank_file(const char *path);
+
+/*
+ * The checkpoints of directory dir as scar_ckpt_list gives them (by
+ * iteration, then path), each distributed checkpoint once: its manifest,
+ * as an entry whose path is the manifest, with its iteration and kind and
+ * as size the bytes of the manifest and its rank files. Rank files are
+ * never listed, also not those of a checkpoint whose manifest is missing
+ * (a crash before it was written); a manifest that cannot be read or is
+ * incomplete (scar_dist_manifest_verify) counts in *skipped, as a damaged
+ * single file does. Free with scar_ckpt_list_free.
+ */
+int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			size_t *skipped, struct scar_error *err);
+
 /* ---- MPI: only in a libscar built with SCAR_MPI ---- */
 
 /*

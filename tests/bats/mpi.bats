@@ -285,6 +285,19 @@ MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sy
 	plain r2.jsonl | cmp - r1.jsonl
 }
 
+@test "mpi: a resume rebuilds the saved view from partial manifests as one process does" {
+	opts="--no-timing -q --no-sync --policy priority --fraction 0.5 --interval 4"
+	mpi 2 $MF $opts --iters 9 --checkpoint-dir pa > /dev/null
+	scar-train $MF $opts --iters 9 --checkpoint-dir pb > /dev/null
+	[ "$(jq -r .kind pa/ckpt-0000000008.manifest)" = "partial" ]
+	# The failure at 14 restores from the view the partials at 2..8 built.
+	mpi 3 --resume pa --iters 20 $opts --fail-at 14 --checkpoint-dir pa |
+		jq -c 'del(.ranks, .comm_bytes, .files, .bytes, .checkpoint_bytes)' > a.jsonl
+	scar-train --resume pb --iters 20 $opts --fail-at 14 --checkpoint-dir pb |
+		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - a.jsonl
+	grep -q '"type":"recovery"' a.jsonl
+}
+
 @test "mpi: the mf comparison can fail (another seed differs)" {
 	scar-train $MF --iters 3 | jq -c . > one.jsonl
 	mpi 2 $MF --iters 3 --seed 2 > two.jsonl
