@@ -36,6 +36,7 @@
 #include "scar/rng.h"
 #include "scar/shard.h"
 #include "scar/train.h"
+#include "model_lda.h"
 #include "model_mf.h"
 #include "model_util.h"
 #include "train_internal.h"
@@ -130,6 +131,12 @@ struct dt {
 	uint32_t mf_nu, mf_ni;
 	double *mf_uv, *mf_iv;		/* per user 2 values, per item 1: owners' terms of a sum */
 
+	/* lda: every rank holds the model (the corpus); it samples its blocks */
+	int lda;
+	struct scar_lda_info ldi;
+	double *ld_ll;			/* per training document: its log-likelihood */
+	int *ld_cnt, *ld_displ;		/* per rank: its tokens (z) or its documents */
+
 	/* the w rows each rank owns (every rank knows every rank's list) */
 	int *cnt, *displ;		/* per rank: owned rows, offsets (elements) */
 	uint64_t *order;		/* rows grouped by owner, ascending within */
@@ -196,28 +203,8 @@ static uint32_t owner(const struct dt *t, uint64_t r)
 	return scar_dist_row_owner(r, t->S, t->P);
 }
 
-/* Squared distance of n doubles-as-any-dtype, compensated (Neumaier). */
-static double sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
-		     uint64_t n)
-{
-	double sum = 0, comp = 0;
-
-	for (uint64_t i = 0; i < n; i++) {
-		double d, y, s;
-
-		if (x->dtype == SCAR_F64)
-			d = ((const double *)a)[off + i] - ((const double *)b)[off + i];
-		else if (x->dtype == SCAR_F32)
-			d = (double)((const float *)a)[off + i] - ((const float *)b)[off + i];
-		else
-			d = 0;
-		y = d * d;
-		s = sum + y;
-		comp += fabs(sum) >= y ? (sum - s) + y : (y - s) + sum;
-		sum = s;
-	}
-	return sum + comp;
-}
+/* One squared distance for both trainers (train_internal.h): any dtype. */
+#define sqdist scar_train_sqdist
 
 static int push_obj(struct dt *t, double v)
 {
@@ -1017,16 +1004,108 @@ static int mf_setup(struct dt *t)
 	return 0;
 }
 
+/* ---- lda: the distributed math ---- */
+
+/*
+ * One AD-LDA sweep as lib/model_lda.c does it with "workers" W blocks of
+ * documents: every rank prepares the counts and draws the sweep's seed (the
+ * same replicated state, so the same values); rank R samples the blocks
+ * [lo(R), lo(R+1)) of W by the partition rule, each against the counts of
+ * the start of the sweep; the assignments z of every rank's documents are
+ * gathered to every rank; every rank rebuilds the counts from z (the
+ * resync). The blocks do not see each other's changes in one process
+ * either, so the result is the model's, bit for bit. The objective is the
+ * documents' log-likelihoods, computed by the ranks over the partition of
+ * the documents, gathered and added in document order.
+ */
+
+static void lda_blocks(const struct dt *t, uint32_t q, uint64_t *d0, uint64_t *d1)
+{
+	uint32_t W = t->ldi.workers;
+	uint64_t b0 = scar_dist_part_lo(W, q, t->P), b1 = scar_dist_part_lo(W, q + 1, t->P);
+
+	*d0 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b0, W);
+	*d1 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b1, W);
+}
+
+static int lda_step(struct dt *t)
+{
+	uint32_t W = t->ldi.workers;
+	uint64_t seed, b0 = scar_dist_part_lo(W, t->R, t->P), b1 = scar_dist_part_lo(W, t->R + 1, t->P);
+	struct scar_tensor *z = scar_state_find(t->st, "z");
+	int rc;
+
+	/* W = 1 is one sequential chain of draws: every rank runs it itself. */
+	if (W == 1)
+		return t->def->step(t->m, t->st, t->err);
+	if ((rc = scar_lda_sweep_begin(t->m, t->st, &seed, t->err)))
+		return rc;
+	if (!z || z->dtype != SCAR_U32 || scar_tensor_elems(z) != t->ldi.tokens)
+		return scar_error_set(t->err, SCAR_EMISMATCH, "lda: unexpected state layout");
+	for (uint64_t b = b0; b < b1; b++)
+		if ((rc = scar_lda_sample_block(t->m, t->st, (uint32_t)b, seed, t->err)))
+			return rc;
+	for (uint32_t q = 0; q < t->P; q++) {
+		uint64_t d0, d1;
+
+		lda_blocks(t, q, &d0, &d1);
+		t->ld_cnt[q] = (int)(t->ldi.doc_start[d1] - t->ldi.doc_start[d0]);
+		t->ld_displ[q] = (int)t->ldi.doc_start[d0];
+	}
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z->data, t->ld_cnt, t->ld_displ,
+		       MPI_UINT32_T, MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(uint32_t) * (uint64_t)t->ld_cnt[t->R] * (t->P - 1);
+	return scar_lda_sweep_end(t->m, t->st, t->err);
+}
+
+static int lda_objective(struct dt *t, double *out)
+{
+	uint64_t d0 = scar_dist_part_lo(t->ldi.docs, t->R, t->P);
+	uint64_t d1 = scar_dist_part_lo(t->ldi.docs, t->R + 1, t->P);
+	double sum = 0;
+	int rc;
+
+	if ((rc = scar_lda_doc_logliks(t->m, t->st, d0, d1, t->ld_ll + d0, t->err)))
+		return rc;
+	for (uint32_t q = 0; q < t->P; q++) {
+		t->ld_cnt[q] = (int)(scar_dist_part_lo(t->ldi.docs, q + 1, t->P) -
+				     scar_dist_part_lo(t->ldi.docs, q, t->P));
+		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->P);
+	}
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, t->ld_ll, t->ld_cnt, t->ld_displ,
+		       MPI_DOUBLE, MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(double) * (d1 - d0) * (t->P - 1);
+	for (uint64_t d = 0; d < t->ldi.docs; d++)
+		sum += t->ld_ll[d];
+	*out = scar_lda_objective_of(t->m, sum);
+	return 0;
+}
+
+/* The model on every rank (it loaded the corpus); the buffers. */
+static int lda_setup(struct dt *t)
+{
+	scar_lda_info(t->m, &t->ldi);
+	if (t->ldi.tokens > INT_MAX || t->ldi.docs > INT_MAX)
+		return scar_error_set(t->err, SCAR_EUNSUPPORTED, "lda: too many tokens for MPI");
+	t->ld_ll = malloc((t->ldi.docs + 1) * sizeof(*t->ld_ll));
+	t->ld_cnt = calloc(t->P, sizeof(*t->ld_cnt));
+	t->ld_displ = calloc(t->P, sizeof(*t->ld_displ));
+	if (!t->ld_ll || !t->ld_cnt || !t->ld_displ)
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
 /* ---- the workload behind the trainer ---- */
 
 static int wl_objective(struct dt *t, double *out)
 {
-	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) : ridge_objective(t, out);
+	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) :
+		t->lda ? lda_objective(t, out) : ridge_objective(t, out);
 }
 
 static int wl_step(struct dt *t)
 {
-	return t->mlr ? mlr_step(t) : t->mf ? mf_step(t) : ridge_step(t);
+	return t->mlr ? mlr_step(t) : t->mf ? mf_step(t) : t->lda ? lda_step(t) : ridge_step(t);
 }
 
 /* ---- state distribution ---- */
@@ -1646,6 +1725,9 @@ static void dt_free(struct dt *t)
 	free(t->mf_i);
 	free(t->mf_uv);
 	free(t->mf_iv);
+	free(t->ld_ll);
+	free(t->ld_cnt);
+	free(t->ld_displ);
 	free(t->mx);
 	free(t->my);
 	free(t->sd);
@@ -1698,7 +1780,8 @@ static int validate(const struct scar_train_opts *o, const struct scar_model_def
 
 	if (!def)
 		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", name);
-	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr") && strcmp(def->name, "mf"))
+	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr") && strcmp(def->name, "mf") &&
+	    strcmp(def->name, "lda"))
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
 				      def->name);
 	if (!(o->fraction > 0 && o->fraction <= 1))
@@ -1786,16 +1869,18 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	t.S = o->resume ? o->resume->shards : o->shards;
 	/*
 	 * Rank 0 keeps the model itself for what is not distributed: eta, c,
-	 * x*, the held-out metric. For mf every rank does: the owners' solves
-	 * are the model's.
+	 * x*, the held-out metric. For mf and lda every rank does: the owners'
+	 * solves and the blocks' sampling are the model's.
 	 */
 	t.mlr = strcmp(t.def->name, "mlr") == 0;
 	t.mf = strcmp(t.def->name, "mf") == 0;
-	if (t.R == 0 || t.mf)
+	t.lda = strcmp(t.def->name, "lda") == 0;
+	if (t.R == 0 || t.mf || t.lda)
 		rc = t.def->create(&t.m, config, err);
 	if ((rc = agree(&t, rc)) ||
-	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : t.mf ? mf_setup(&t) : 0)) ||
-	    (!t.mlr && !t.mf && (rc = ridge_setup(&t, config))))
+	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : t.mf ? mf_setup(&t) :
+			t.lda ? lda_setup(&t) : 0)) ||
+	    (!t.mlr && !t.mf && !t.lda && (rc = ridge_setup(&t, config))))
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.st, o->resume, err);
@@ -1825,6 +1910,8 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 
 		if ((rc = scar_mf_params(t.m, t.st, &x, err)))
 			goto out;	/* the same state on every rank */
+	} else if (t.lda) {
+		/* the model checks the layout at every step and objective */
 	} else if (!ridge_w(&t) || ridge_w(&t)->dtype != SCAR_F64 ||
 		   scar_tensor_elems(ridge_w(&t)) != t.d) {
 		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");

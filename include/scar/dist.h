@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scar/ckpt.h"
 #include "scar/error.h"
 #include "scar/tensor.h"
 #include "scar/train.h"
@@ -179,8 +180,8 @@ int scar_dist_size(void);
  * scar_train_run over the MPI ranks: same options, same events (rank 0
  * writes them; other ranks write none, whatever opts->events says), same
  * result on every rank (final_state is the full state on every rank; let
- * rank 0 alone save it). Runs the workloads scar-mpi(7) lists (ridge, mlr, mf with solver als);
- * others fail with SCAR_EUNSUPPORTED ("model 'lda' does not run
+ * rank 0 alone save it). Runs the workloads scar-mpi(7) lists (ridge, mlr, mf with solver als, lda);
+ * others fail with SCAR_EUNSUPPORTED ("model 'x' does not run
  * distributed yet"). Errors are agreed: every rank returns the same code
  * and message, so a command can report it from rank 0 alone. With
  * opts->ckpt_dir, checkpoints are rank files plus a manifest (above).
