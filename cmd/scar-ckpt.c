@@ -1928,7 +1928,8 @@ static int cmd_apply(int argc, char **argv)
 			char *dir = trim_dir(argv[i]);
 
 			scar_error_clear(&e);
-			rc = scar_ckpt_list(dir, &ents, &ne, &skipped, &e);
+			/* Distributed checkpoints count once, as their manifests. */
+			rc = scar_dist_ckpt_list(dir, &ents, &ne, &skipped, &e);
 			free(dir);
 			if (rc < 0) {
 				warn_err(argv[i], &e);

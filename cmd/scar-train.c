@@ -344,10 +344,26 @@ int main(int argc, char **argv)
 		}
 		o.reference = reference;
 	}
-	/* Create the checkpoint directory (one level, like mkdir) when it is missing. */
-	if (o.ckpt_dir && access(o.ckpt_dir, F_OK) != 0 && errno == ENOENT &&
-	    mkdir(o.ckpt_dir, 0777) != 0)
-		cli_die("cannot create checkpoint directory '%s': %s", o.ckpt_dir, strerror(errno));
+	/*
+	 * Create the checkpoint directory (one level, like mkdir) when it is
+	 * missing. Under MPI rank 0 creates it while the others wait for its
+	 * outcome, and only rank 0 reports a failure.
+	 */
+	if (o.ckpt_dir) {
+		int e = 0;
+
+#ifdef SCAR_MPI
+		if (scar_dist_rank() == 0)
+#endif
+		if (access(o.ckpt_dir, F_OK) != 0 && errno == ENOENT && mkdir(o.ckpt_dir, 0777) != 0)
+			e = errno;
+#ifdef SCAR_MPI
+		if ((e = scar_dist_bcast_int(e)) && scar_dist_rank() != 0)
+			exit(EXIT_TROUBLE);
+#endif
+		if (e)
+			cli_die("cannot create checkpoint directory '%s': %s", o.ckpt_dir, strerror(e));
+	}
 	if (o.ckpt_dir && access(o.ckpt_dir, W_OK | X_OK) != 0)
 		cli_die("cannot write checkpoints into '%s': %s", o.ckpt_dir, strerror(errno));
 

@@ -479,3 +479,116 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 		snprintf(used_path, used_len, "%s", best);
 	return scar_dist_manifest_load(best, out, err);
 }
+
+int scar_dist_is_rank_file(const char *path)
+{
+	const char *b = strrchr(path, '/'), *r, *p;
+
+	b = b ? b + 1 : path;
+	if (!(r = strstr(b, ".rank-")))
+		return 0;
+	while ((p = strstr(r + 1, ".rank-")))
+		r = p;
+	p = r + 6;
+	if (*p < '0' || *p > '9')
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return strcmp(p, ".ckpt") == 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct scar_ckpt_entry *x = a, *y = b;
+
+	if (x->iteration != y->iteration)
+		return x->iteration < y->iteration ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			size_t *skipped, struct scar_error *err)
+{
+	struct scar_ckpt_entry *v = NULL;
+	size_t cnt = 0, skip = 0, k = 0, rank_listed = 0, rank_files = 0;
+	struct dirent *de;
+	DIR *d;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (skipped)
+		*skipped = 0;
+	if ((rc = scar_ckpt_list(dir, &v, &cnt, &skip, err)))
+		return rc;
+	for (size_t i = 0; i < cnt; i++) {
+		if (scar_dist_is_rank_file(v[i].path)) {
+			free(v[i].path);
+			rank_listed++;
+		} else
+			v[k++] = v[i];
+	}
+	cnt = k;
+	if (!(d = opendir(dir))) {
+		rc = scar_error_set_errno(err, errno, dir, "cannot open directory '%s'", dir);
+		goto out;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		struct scar_dist_manifest *m = NULL;
+		struct scar_ckpt_entry *nv;
+		struct stat sb;
+		char *p;
+
+		if (de->d_name[0] == '.')
+			continue;
+		/* A damaged rank file is its manifest's damage, not one more. */
+		if (scar_dist_is_rank_file(de->d_name))
+			rank_files++;
+		if (!ends_with(de->d_name, ".manifest"))
+			continue;
+		if (!(p = malloc(strlen(dir) + strlen(de->d_name) + 2))) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			break;
+		}
+		sprintf(p, "%s/%s", dir, de->d_name);
+		if (stat(p, &sb) < 0 || !S_ISREG(sb.st_mode) || scar_dist_manifest_read(p, &m, NULL) ||
+		    scar_dist_manifest_verify(p, m, NULL)) {
+			scar_dist_manifest_free(m);
+			free(p);
+			skip++;
+			continue;
+		}
+		if (!(nv = realloc(v, (cnt + 1) * sizeof(*v)))) {
+			scar_dist_manifest_free(m);
+			free(p);
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			break;
+		}
+		v = nv;
+		v[cnt].path = p;
+		v[cnt].iteration = m->iteration;
+		v[cnt].partial = m->partial;
+		v[cnt].size = (uint64_t)sb.st_size;
+		for (size_t i = 0; i < m->nfiles; i++)
+			v[cnt].size += m->files[i].size;
+		cnt++;
+		scar_dist_manifest_free(m);
+	}
+	if (!rc && errno)
+		rc = scar_error_set_errno(err, errno, dir, "cannot read directory '%s'", dir);
+	closedir(d);
+	if (rank_files > rank_listed)
+		skip -= rank_files - rank_listed < skip ? rank_files - rank_listed : skip;
+out:
+	if (rc) {
+		scar_ckpt_list_free(v, cnt);
+		return rc;
+	}
+	if (cnt)
+		qsort(v, cnt, sizeof(*v), entry_cmp);
+	*out = v;
+	*n = cnt;
+	if (skipped)
+		*skipped = skip;
+	return 0;
+}

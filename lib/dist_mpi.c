@@ -6,9 +6,11 @@
  * bulk-synchronous: each worker computes its partial gradient, partials go
  * to the owning ranks (alltoallv) and are summed there in rank order, the
  * owners apply the update to their rows, and the updated rows are gathered
- * to every worker (allgatherv). Every collective's result is independent of
- * MPI's algorithm choices: no MPI reduction operation is used on floating
- * point data, so a run is deterministic for a given P.
+ * to every worker (allgatherv); mlr and mf (ALS) follow the same pattern
+ * with the model's own order of operations (see their sections). Every
+ * collective's result is independent of MPI's algorithm choices: no MPI
+ * reduction operation is used on floating point data, so a run is
+ * deterministic for a given P.
  *
  * Compiled to nothing unless SCAR_MPI is defined (the Makefile defines it
  * when it finds mpicc).
@@ -22,7 +24,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -35,6 +36,8 @@
 #include "scar/rng.h"
 #include "scar/shard.h"
 #include "scar/train.h"
+#include "model_lda.h"
+#include "model_mf.h"
 #include "model_util.h"
 #include "train_internal.h"
 
@@ -68,6 +71,13 @@ void scar_dist_finalize(void)
 	g_inited = 0;
 }
 
+int scar_dist_bcast_int(int v)
+{
+	if (g_inited && g_size > 1)
+		MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	return v;
+}
+
 int scar_dist_active(void)
 {
 	return g_inited && g_size > 1;
@@ -88,7 +98,7 @@ int scar_dist_size(void)
 struct dt {
 	const struct scar_train_opts *o;
 	const struct scar_model_def *def;
-	struct scar_model *m;		/* rank 0 only: contraction, dist_opt, eta, layout */
+	struct scar_model *m;		/* rank 0 (mf: every rank): contraction, dist_opt, eta, layout */
 	struct scar_state *st, *saved, *last_full;
 	uint32_t P, R, S;
 
@@ -99,7 +109,8 @@ struct dt {
 	double *g;			/* d: partial gradient of the local block at w */
 	double sse;			/* local sum of squared residuals at w */
 	int valid;			/* g and sse belong to the current w */
-	void *prev;			/* the param tensor before the step */
+	void **prev;			/* per tensor: the param tensors before the step */
+	size_t nprev;
 
 	/* mlr: the whole training set on every rank, and the math */
 	int mlr;
@@ -112,6 +123,19 @@ struct dt {
 	int *bcnt, *bdispl;		/* per rank: its share of a minibatch or of batches */
 	double *bloss;			/* per evaluation batch: summed cross-entropy */
 	float *wt;			/* mk x md class-major copy of the weights, then biases */
+
+	/* mf: every rank holds the model (all ratings); it solves its own rows */
+	int mf;
+	struct scar_mf_info mfi;
+	uint32_t *mf_u, *mf_i;		/* the users and items this rank owns, ascending */
+	uint32_t mf_nu, mf_ni;
+	double *mf_uv, *mf_iv;		/* per user 2 values, per item 1: owners' terms of a sum */
+
+	/* lda: every rank holds the model (the corpus); it samples its blocks */
+	int lda;
+	struct scar_lda_info ldi;
+	double *ld_ll;			/* per training document: its log-likelihood */
+	int *ld_cnt, *ld_displ;		/* per rank: its tokens (z) or its documents */
 
 	/* the w rows each rank owns (every rank knows every rank's list) */
 	int *cnt, *displ;		/* per rank: owned rows, offsets (elements) */
@@ -179,28 +203,8 @@ static uint32_t owner(const struct dt *t, uint64_t r)
 	return scar_dist_row_owner(r, t->S, t->P);
 }
 
-/* Squared distance of n doubles-as-any-dtype, compensated (Neumaier). */
-static double sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
-		     uint64_t n)
-{
-	double sum = 0, comp = 0;
-
-	for (uint64_t i = 0; i < n; i++) {
-		double d, y, s;
-
-		if (x->dtype == SCAR_F64)
-			d = ((const double *)a)[off + i] - ((const double *)b)[off + i];
-		else if (x->dtype == SCAR_F32)
-			d = (double)((const float *)a)[off + i] - ((const float *)b)[off + i];
-		else
-			d = 0;
-		y = d * d;
-		s = sum + y;
-		comp += fabs(sum) >= y ? (sum - s) + y : (y - s) + sum;
-		sum = s;
-	}
-	return sum + comp;
-}
+/* One squared distance for both trainers (train_internal.h): any dtype. */
+#define sqdist scar_train_sqdist
 
 static int push_obj(struct dt *t, double v)
 {
@@ -866,21 +870,242 @@ static int mlr_buffers(struct dt *t)
 	return 0;
 }
 
-/* ---- the workload behind the trainer ---- */
+/* ---- mf: the distributed math ---- */
 
-static struct scar_tensor *param_of(const struct dt *t)
+/*
+ * One ALS sweep as lib/model_mf.c does it, the rows solved by their owners:
+ *   - each owner solves its users' (p_u, b_u) given the items (every rank
+ *     holds all ratings and all rows, so the solve is the model's own);
+ *   - the solved user rows are gathered to every rank;
+ *   - each owner solves its items given the users; item rows are gathered;
+ *   - each user's owner computes the user's part of the mean's sum, the
+ *     parts are gathered and added in user order, as the model adds them.
+ * The objective is the model's: per-user squared errors and penalties and
+ * per-item penalties computed by the owners, gathered, added in user then
+ * item order. Every floating-point operation is the model's, in its order:
+ * the result is bit-identical to one process.
+ */
+
+/*
+ * Gather a rows x cols table of doubles whose row r is filled in by its
+ * owner (r's owner as for a param tensor of that many rows) to every rank.
+ */
+static int sync_table(struct dt *t, double *v, uint64_t rows, uint64_t cols)
 {
-	return t->mlr ? mlr_w(t) : ridge_w(t);
+	struct scar_tensor pt, *ptp = &pt;
+	struct scar_state ps;
+
+	static char name[] = "values";
+
+	memset(&pt, 0, sizeof(pt));
+	pt.name = name;
+	pt.dtype = SCAR_F64;
+	pt.role = SCAR_ROLE_PARAM;
+	pt.ndim = cols > 1 ? 2 : 1;
+	pt.shape[0] = rows;
+	pt.shape[1] = cols;
+	pt.data = v;
+	memset(&ps, 0, sizeof(ps));
+	ps.ntensors = 1;
+	ps.tensors = &ptp;
+	return sync_params(t, &ps);
 }
+
+/* Gather the two named param tensors of the state from their owners. */
+static int sync_two(struct dt *t, const char *a, const char *b)
+{
+	struct scar_tensor *v[2] = { scar_state_find(t->st, a), scar_state_find(t->st, b) };
+	struct scar_state ps;
+
+	if (!v[0] || !v[1])
+		return scar_error_set(t->err, SCAR_EMISMATCH, "mf: unexpected state layout");
+	memset(&ps, 0, sizeof(ps));
+	ps.ntensors = 2;
+	ps.tensors = v;
+	return sync_params(t, &ps);
+}
+
+static int mf_step(struct dt *t)
+{
+	struct scar_mf_params x;
+	double s = 0;
+	int rc;
+
+	if ((rc = scar_mf_params(t->m, t->st, &x, t->err)))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_nu; k++)
+		scar_mf_solve_user(t->m, &x, t->mf_u[k]);
+	if ((rc = sync_two(t, "user_factors", "user_bias")))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_ni; k++)
+		scar_mf_solve_item(t->m, &x, t->mf_i[k]);
+	if ((rc = sync_two(t, "item_factors", "item_bias")))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_nu; k++)
+		t->mf_uv[t->mf_u[k]] = scar_mf_user_resid(t->m, &x, t->mf_u[k]);
+	if ((rc = sync_table(t, t->mf_uv, t->mfi.users, 1)))
+		return rc;
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		s += t->mf_uv[u];
+	*x.mu = scar_mf_mean(t->m, s);
+	if (!isfinite(*x.mu))
+		return scar_error_set(t->err, SCAR_EDIVERGED, "mf: parameters diverged");
+	return 0;
+}
+
+static int mf_objective(struct dt *t, double *out)
+{
+	struct scar_mf_params x;
+	double e = 0, pen = 0;
+	int rc;
+
+	if ((rc = scar_mf_params(t->m, t->st, &x, t->err)))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_nu; k++) {
+		uint32_t u = t->mf_u[k];
+
+		t->mf_uv[2 * (size_t)u] = scar_mf_user_sse(t->m, &x, u);
+		t->mf_uv[2 * (size_t)u + 1] = scar_mf_user_pen(t->m, &x, u);
+	}
+	for (uint32_t k = 0; k < t->mf_ni; k++)
+		t->mf_iv[t->mf_i[k]] = scar_mf_item_pen(t->m, &x, t->mf_i[k]);
+	if ((rc = sync_table(t, t->mf_uv, t->mfi.users, 2)) ||
+	    (rc = sync_table(t, t->mf_iv, t->mfi.items, 1)))
+		return rc;
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		e += t->mf_uv[2 * (size_t)u];
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		pen += t->mf_uv[2 * (size_t)u + 1];
+	for (uint32_t i = 0; i < t->mfi.items; i++)
+		pen += t->mf_iv[i];
+	*out = scar_mf_objective_of(t->m, e, pen);
+	return 0;
+}
+
+/* The model on every rank (it loaded the ratings); the rows this rank owns. */
+static int mf_setup(struct dt *t)
+{
+	scar_mf_info(t->m, &t->mfi);
+	if (t->mfi.sgd)
+		return scar_error_set(t->err, SCAR_EUNSUPPORTED,
+				      "mf: solver 'sgd' does not run distributed (an epoch is one chain of updates, each on the last; use solver=als)");
+	t->mf_u = malloc(((size_t)t->mfi.users + 1) * sizeof(*t->mf_u));
+	t->mf_i = malloc(((size_t)t->mfi.items + 1) * sizeof(*t->mf_i));
+	t->mf_uv = calloc(2 * (size_t)t->mfi.users + 1, sizeof(*t->mf_uv));
+	t->mf_iv = calloc((size_t)t->mfi.items + 1, sizeof(*t->mf_iv));
+	if (!t->mf_u || !t->mf_i || !t->mf_uv || !t->mf_iv)
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		if (owner(t, u) == t->R)
+			t->mf_u[t->mf_nu++] = u;
+	for (uint32_t i = 0; i < t->mfi.items; i++)
+		if (owner(t, i) == t->R)
+			t->mf_i[t->mf_ni++] = i;
+	return 0;
+}
+
+/* ---- lda: the distributed math ---- */
+
+/*
+ * One AD-LDA sweep as lib/model_lda.c does it with "workers" W blocks of
+ * documents: every rank prepares the counts and draws the sweep's seed (the
+ * same replicated state, so the same values); rank R samples the blocks
+ * [lo(R), lo(R+1)) of W by the partition rule, each against the counts of
+ * the start of the sweep; the assignments z of every rank's documents are
+ * gathered to every rank; every rank rebuilds the counts from z (the
+ * resync). The blocks do not see each other's changes in one process
+ * either, so the result is the model's, bit for bit. The objective is the
+ * documents' log-likelihoods, computed by the ranks over the partition of
+ * the documents, gathered and added in document order.
+ */
+
+static void lda_blocks(const struct dt *t, uint32_t q, uint64_t *d0, uint64_t *d1)
+{
+	uint32_t W = t->ldi.workers;
+	uint64_t b0 = scar_dist_part_lo(W, q, t->P), b1 = scar_dist_part_lo(W, q + 1, t->P);
+
+	*d0 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b0, W);
+	*d1 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b1, W);
+}
+
+static int lda_step(struct dt *t)
+{
+	uint32_t W = t->ldi.workers;
+	uint64_t seed, b0 = scar_dist_part_lo(W, t->R, t->P), b1 = scar_dist_part_lo(W, t->R + 1, t->P);
+	struct scar_tensor *z = scar_state_find(t->st, "z");
+	int rc;
+
+	/* W = 1 is one sequential chain of draws: every rank runs it itself. */
+	if (W == 1)
+		return t->def->step(t->m, t->st, t->err);
+	if ((rc = scar_lda_sweep_begin(t->m, t->st, &seed, t->err)))
+		return rc;
+	if (!z || z->dtype != SCAR_U32 || scar_tensor_elems(z) != t->ldi.tokens)
+		return scar_error_set(t->err, SCAR_EMISMATCH, "lda: unexpected state layout");
+	for (uint64_t b = b0; b < b1; b++)
+		if ((rc = scar_lda_sample_block(t->m, t->st, (uint32_t)b, seed, t->err)))
+			return rc;
+	for (uint32_t q = 0; q < t->P; q++) {
+		uint64_t d0, d1;
+
+		lda_blocks(t, q, &d0, &d1);
+		t->ld_cnt[q] = (int)(t->ldi.doc_start[d1] - t->ldi.doc_start[d0]);
+		t->ld_displ[q] = (int)t->ldi.doc_start[d0];
+	}
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z->data, t->ld_cnt, t->ld_displ,
+		       MPI_UINT32_T, MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(uint32_t) * (uint64_t)t->ld_cnt[t->R] * (t->P - 1);
+	return scar_lda_sweep_end(t->m, t->st, t->err);
+}
+
+static int lda_objective(struct dt *t, double *out)
+{
+	uint64_t d0 = scar_dist_part_lo(t->ldi.docs, t->R, t->P);
+	uint64_t d1 = scar_dist_part_lo(t->ldi.docs, t->R + 1, t->P);
+	double sum = 0;
+	int rc;
+
+	if ((rc = scar_lda_doc_logliks(t->m, t->st, d0, d1, t->ld_ll + d0, t->err)))
+		return rc;
+	for (uint32_t q = 0; q < t->P; q++) {
+		t->ld_cnt[q] = (int)(scar_dist_part_lo(t->ldi.docs, q + 1, t->P) -
+				     scar_dist_part_lo(t->ldi.docs, q, t->P));
+		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->P);
+	}
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, t->ld_ll, t->ld_cnt, t->ld_displ,
+		       MPI_DOUBLE, MPI_COMM_WORLD);
+	t->comm_bytes += sizeof(double) * (d1 - d0) * (t->P - 1);
+	for (uint64_t d = 0; d < t->ldi.docs; d++)
+		sum += t->ld_ll[d];
+	*out = scar_lda_objective_of(t->m, sum);
+	return 0;
+}
+
+/* The model on every rank (it loaded the corpus); the buffers. */
+static int lda_setup(struct dt *t)
+{
+	scar_lda_info(t->m, &t->ldi);
+	if (t->ldi.tokens > INT_MAX || t->ldi.docs > INT_MAX)
+		return scar_error_set(t->err, SCAR_EUNSUPPORTED, "lda: too many tokens for MPI");
+	t->ld_ll = malloc((t->ldi.docs + 1) * sizeof(*t->ld_ll));
+	t->ld_cnt = calloc(t->P, sizeof(*t->ld_cnt));
+	t->ld_displ = calloc(t->P, sizeof(*t->ld_displ));
+	if (!t->ld_ll || !t->ld_cnt || !t->ld_displ)
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* ---- the workload behind the trainer ---- */
 
 static int wl_objective(struct dt *t, double *out)
 {
-	return t->mlr ? mlr_objective(t, out) : ridge_objective(t, out);
+	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) :
+		t->lda ? lda_objective(t, out) : ridge_objective(t, out);
 }
 
 static int wl_step(struct dt *t)
 {
-	return t->mlr ? mlr_step(t) : ridge_step(t);
+	return t->mlr ? mlr_step(t) : t->mf ? mf_step(t) : t->lda ? lda_step(t) : ridge_step(t);
 }
 
 /* ---- state distribution ---- */
@@ -1444,86 +1669,26 @@ static int reached(const struct scar_model_def *d, double v, double target)
 	return d->objective_higher_better ? v >= target : v <= target;
 }
 
-/* One entry of a checkpoint directory, single-file or distributed. */
-struct dent {
-	char *path;
-	uint64_t iteration;
-	int partial, manifest;
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-	const struct dent *x = a, *y = b;
-
-	if (x->iteration != y->iteration)
-		return x->iteration < y->iteration ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
 /* Saved view after a resume: the newest full checkpoint, then the partials after it. */
 static int rebuild_saved_view(struct dt *t)
 {
-	struct scar_ckpt_entry *ents = NULL;
-	struct dent *v = NULL;
-	size_t n = 0, nv = 0;
-	DIR *d;
-	struct dirent *de;
+	struct scar_ckpt_entry *v = NULL;
+	size_t nv = 0;
 	int rc, based = 0;
 
 	if (!t->o->ckpt_dir)
 		return 0;
-	if ((rc = scar_ckpt_list(t->o->ckpt_dir, &ents, &n, NULL, t->err)))
+	/* Single-file checkpoints and complete manifests, by iteration. */
+	if ((rc = scar_dist_ckpt_list(t->o->ckpt_dir, &v, &nv, NULL, t->err)))
 		return rc;
-	d = opendir(t->o->ckpt_dir);
-	v = calloc(n + 1, sizeof(*v));
-	if (!d) {
-		rc = scar_error_set_errno(t->err, errno, t->o->ckpt_dir, "cannot open directory '%s'",
-					  t->o->ckpt_dir);
-		goto out;
-	}
-	if (!v) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!strstr(ents[i].path + strlen(t->o->ckpt_dir), ".rank-")) {
-			v[nv].path = strdup(ents[i].path);
-			v[nv].iteration = ents[i].iteration;
-			v[nv].partial = ents[i].partial;
-			if (!v[nv++].path) {
-				rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-	while ((de = readdir(d))) {
-		struct scar_dist_manifest *m;
-		size_t len = strlen(de->d_name);
-		char p[4096];
-		struct dent *nvp;
-
-		if (len < 10 || strcmp(de->d_name + len - 9, ".manifest") || de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", t->o->ckpt_dir, de->d_name);
-		if (scar_dist_manifest_read(p, &m, NULL))
-			continue;
-		if (scar_dist_manifest_verify(p, m, NULL) == 0 && (nvp = realloc(v, (nv + 1) * sizeof(*v)))) {
-			v = nvp;
-			v[nv].path = strdup(p);
-			v[nv].iteration = m->iteration;
-			v[nv].partial = m->partial;
-			v[nv].manifest = 1;
-			if (v[nv].path)
-				nv++;
-		}
-		scar_dist_manifest_free(m);
-	}
-	qsort(v, nv, sizeof(*v), dent_cmp);
 	for (size_t i = 0; i < nv && v[i].iteration <= t->st->iteration; i++) {
+		size_t len = strlen(v[i].path);
 		struct scar_state *c;
 
 		if (!based && v[i].partial)
 			continue;
-		rc = v[i].manifest ? scar_dist_manifest_load(v[i].path, &c, t->err) :
+		rc = len > 9 && strcmp(v[i].path + len - 9, ".manifest") == 0 ?
+			scar_dist_manifest_load(v[i].path, &c, t->err) :
 			scar_ckpt_load(v[i].path, &c, t->err);
 		if (rc)
 			break;
@@ -1544,13 +1709,7 @@ static int rebuild_saved_view(struct dt *t)
 		if (rc)
 			break;
 	}
-out:
-	if (d)
-		closedir(d);
-	for (size_t i = 0; v && i < nv; i++)
-		free(v[i].path);
-	free(v);
-	scar_ckpt_list_free(ents, n);
+	scar_ckpt_list_free(v, nv);
 	return rc;
 }
 
@@ -1559,7 +1718,16 @@ static void dt_free(struct dt *t)
 	free(t->x);
 	free(t->y);
 	free(t->g);
+	for (size_t i = 0; t->prev && i < t->nprev; i++)
+		free(t->prev[i]);
 	free(t->prev);
+	free(t->mf_u);
+	free(t->mf_i);
+	free(t->mf_uv);
+	free(t->mf_iv);
+	free(t->ld_ll);
+	free(t->ld_cnt);
+	free(t->ld_displ);
 	free(t->mx);
 	free(t->my);
 	free(t->sd);
@@ -1612,7 +1780,8 @@ static int validate(const struct scar_train_opts *o, const struct scar_model_def
 
 	if (!def)
 		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", name);
-	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr"))
+	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr") && strcmp(def->name, "mf") &&
+	    strcmp(def->name, "lda"))
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
 				      def->name);
 	if (!(o->fraction > 0 && o->fraction <= 1))
@@ -1698,13 +1867,20 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 			goto out;
 	}
 	t.S = o->resume ? o->resume->shards : o->shards;
-	/* Rank 0 keeps the model itself for what is not distributed: eta, c, x*. */
-	if (t.R == 0)
-		rc = t.def->create(&t.m, config, err);
+	/*
+	 * Rank 0 keeps the model itself for what is not distributed: eta, c,
+	 * x*, the held-out metric. For mf and lda every rank does: the owners'
+	 * solves and the blocks' sampling are the model's.
+	 */
 	t.mlr = strcmp(t.def->name, "mlr") == 0;
+	t.mf = strcmp(t.def->name, "mf") == 0;
+	t.lda = strcmp(t.def->name, "lda") == 0;
+	if (t.R == 0 || t.mf || t.lda)
+		rc = t.def->create(&t.m, config, err);
 	if ((rc = agree(&t, rc)) ||
-	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : 0)) ||
-	    (!t.mlr && (rc = ridge_setup(&t, config))))
+	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : t.mf ? mf_setup(&t) :
+			t.lda ? lda_setup(&t) : 0)) ||
+	    (!t.mlr && !t.mf && !t.lda && (rc = ridge_setup(&t, config))))
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.st, o->resume, err);
@@ -1729,15 +1905,29 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	if (t.mlr) {
 		if ((rc = agree(&t, mlr_buffers(&t))))
 			goto out;
+	} else if (t.mf) {
+		struct scar_mf_params x;
+
+		if ((rc = scar_mf_params(t.m, t.st, &x, err)))
+			goto out;	/* the same state on every rank */
+	} else if (t.lda) {
+		/* the model checks the layout at every step and objective */
 	} else if (!ridge_w(&t) || ridge_w(&t)->dtype != SCAR_F64 ||
 		   scar_tensor_elems(ridge_w(&t)) != t.d) {
 		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");
 		goto out;
 	}
-	if (!(t.prev = malloc(scar_tensor_bytes(param_of(&t)) + 1))) {
+	if (!(t.prev = calloc(t.st->ntensors, sizeof(*t.prev)))) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
+	t.nprev = t.st->ntensors;
+	for (size_t i = 0; i < t.st->ntensors; i++)
+		if (is_param(t.st->tensors[i]) &&
+		    !(t.prev[i] = malloc(scar_tensor_bytes(t.st->tensors[i]) + 1))) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			goto out;
+		}
 	if (ref) {
 		uint64_t w = o->cost_window;
 
@@ -1802,15 +1992,20 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	period = scar_train_policy_period(o);
 	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
 	while (!done && t.clock < limit) {
-		struct scar_tensor *w = param_of(&t);
-
-		memcpy(t.prev, w->data, scar_tensor_bytes(w));
+		for (size_t i = 0; i < t.nprev; i++)
+			if (t.prev[i])
+				memcpy(t.prev[i], t.st->tensors[i]->data, scar_tensor_bytes(t.st->tensors[i]));
 		/* A step's errors are the same on every rank (replicated state): no agreement. */
 		if ((rc = wl_step(&t)))
 			goto out;
 		t.st->iteration++;
 		t.clock++;
-		step2 = sqdist(w, w->data, t.prev, 0, scar_tensor_elems(w));
+		/* As scar_train_run: the tensors' squared distances added in tensor order. */
+		step2 = 0;
+		for (size_t i = 0; i < t.nprev; i++)
+			if (t.prev[i])
+				step2 += sqdist(t.st->tensors[i], t.st->tensors[i]->data, t.prev[i], 0,
+						scar_tensor_elems(t.st->tensors[i]));
 		if ((rc = agree(&t, record_iteration(&t, step2, 0))))
 			goto out;
 		if (o->policy != SCAR_POLICY_NONE && t.st->iteration % period == 0 &&

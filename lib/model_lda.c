@@ -58,13 +58,26 @@
  *   resync          string, "sweep": "sweep" rebuilds the server counts from
  *                   the assignments after every sweep (see resync_counts);
  *                   "none" keeps purely incremental counts
+ *   workers         integer, 1: W. With W > 1 a sweep is AD-LDA's over W
+ *                   workers: the training documents in W contiguous blocks
+ *                   (scar_dist_part_lo), each block sampled against the
+ *                   counts of the start of the sweep plus its own changes,
+ *                   with its own RNG stream (seeded by one 64-bit draw of
+ *                   the state RNG per sweep and the block number), then the
+ *                   counts rebuilt from the assignments (needs resync
+ *                   "sweep"). The blocks are independent, so the MPI
+ *                   trainer samples them on different ranks and gets the
+ *                   same result (scar-mpi(7)). W = 1 is the sequential
+ *                   sampler above.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scar/data.h"
+#include "scar/dist.h"
 #include "scar/model.h"
+#include "model_lda.h"
 #include "model_util.h"
 
 typedef float v8f __attribute__((vector_size(32)));
@@ -94,6 +107,8 @@ struct scar_model {
 	uint64_t seed;
 	int heldout_sweeps;
 	int resync;		/* rebuild the server counts from z after each sweep */
+	uint32_t workers;	/* AD-LDA blocks of documents per sweep (1: sequential) */
+	int32_t *bwk, *bk;	/* workers > 1: a block's copy of the counts, V K and K */
 	/* Sweep scratch, kpad floats each. */
 	float *p, *inv, *dka, *bsum;
 };
@@ -101,7 +116,7 @@ struct scar_model {
 static const char *const lda_keys[] = {
 	"seed", "data_seed", "data", "vocab", "docs", "words", "doc_len", "synth_topics",
 	"synth_alpha", "synth_beta", "topics", "alpha", "beta", "heldout_frac", "heldout_sweeps",
-	"resync", NULL
+	"resync", "workers", NULL
 };
 
 static const char *const resync_choices[] = { "sweep", "none", NULL };
@@ -125,8 +140,11 @@ static int lda_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_real(cfg, "beta", 0.01, 1e-9, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 1e-6, 0.9, err)) ||
 	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)) ||
-	    (rc = mu_cfg_str(cfg, "resync", "sweep", resync_choices, err)))
+	    (rc = mu_cfg_str(cfg, "resync", "sweep", resync_choices, err)) ||
+	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 65536, err)))
 		return rc;
+	if (mu_get_int(cfg, "workers") > 1 && strcmp(mu_get_str(cfg, "resync"), "sweep"))
+		return scar_error_set(err, SCAR_EINVAL, "lda: 'workers' above 1 needs resync \"sweep\"");
 	if (json_object_get(cfg, "vocab") && !json_object_get(cfg, "data"))
 		return scar_error_set(err, SCAR_EINVAL, "lda: 'vocab' needs 'data'");
 	return 0;
@@ -144,6 +162,8 @@ static void lda_free(struct scar_model *m)
 	free(m->inv);
 	free(m->dka);
 	free(m->bsum);
+	free(m->bwk);
+	free(m->bk);
 	free(m);
 }
 
@@ -219,6 +239,7 @@ static int lda_create(struct scar_model **out, const json_t *cfg, struct scar_er
 	m->seed = (uint64_t)mu_get_int(cfg, "seed");
 	m->heldout_sweeps = (int)mu_get_int(cfg, "heldout_sweeps");
 	m->resync = strcmp(mu_get_str(cfg, "resync"), "sweep") == 0;
+	m->workers = (uint32_t)mu_get_int(cfg, "workers");
 	if (split_docs(m, c, mu_get_real(cfg, "heldout_frac"), seed)) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto fail;
@@ -243,7 +264,11 @@ static int lda_create(struct scar_model **out, const json_t *cfg, struct scar_er
 	m->inv = aligned_alloc(32, m->kpad * sizeof(float));
 	m->dka = aligned_alloc(32, m->kpad * sizeof(float));
 	m->bsum = malloc((m->kpad / 8 + 1) * sizeof(float));
-	if (!m->p || !m->inv || !m->dka || !m->bsum) {
+	if (m->workers > 1) {
+		m->bwk = malloc(m->vocab * m->k * sizeof(*m->bwk) + 1);
+		m->bk = malloc(m->k * sizeof(*m->bk));
+	}
+	if (!m->p || !m->inv || !m->dka || !m->bsum || (m->workers > 1 && (!m->bwk || !m->bk))) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -422,24 +447,44 @@ static void resync_counts(const struct scar_model *m, const uint32_t *z, int32_t
 		}
 }
 
-static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+/*
+ * The start of a sweep: check z, clamp negative counts, recompute the
+ * topic totals as the column sums of the word rows.
+ */
+static int prepare(struct scar_model *m, struct lda_view *v, struct scar_error *err)
 {
-	struct lda_view v;
-	struct scar_rng r;
-	struct sweep s;
-	uint32_t *z;
-	int rc;
+	const uint32_t *z = v->zt->data;
+	int32_t *nwk = v->wt->data, *nk = v->tt->data;
 
-	if ((rc = get_view(m, st, &v, err)) || (rc = mu_rng_get(st, &r, err)))
-		return rc;
-	z = v.zt->data;
 	for (uint64_t t = 0; t < m->train.tokens; t++)
 		if (z[t] >= m->k)
 			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'z' holds topic %u (K = %u)",
 					      z[t], m->k);
+	memset(nk, 0, m->k * sizeof(*nk));
+	for (uint64_t w = 0; w < m->vocab; w++)
+		for (uint32_t t = 0; t < m->k; t++) {
+			int32_t c = nwk[w * m->k + t];
+
+			if (c < 0)
+				nwk[w * m->k + t] = c = 0;
+			nk[t] += c;
+		}
+	for (uint64_t i = 0; i < m->train.n * m->k; i++)
+		if (((int32_t *)v->dt->data)[i] < 0)
+			((int32_t *)v->dt->data)[i] = 0;
+	return 0;
+}
+
+/* Sample documents [d0, d1) against the counts nwk, nk (changed as it goes). */
+static void sample_docs(struct scar_model *m, struct lda_view *v, int32_t *nwk, int32_t *nk,
+			uint64_t d0, uint64_t d1, struct scar_rng *r)
+{
+	uint32_t *z = v->zt->data;
+	struct sweep s;
+
 	s.m = m;
-	s.nwk = v.wt->data;
-	s.nk = v.tt->data;
+	s.nwk = nwk;
+	s.nk = nk;
 	s.inv = m->inv;
 	s.dka = m->dka;
 	s.p = m->p;
@@ -447,29 +492,88 @@ static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_err
 	/* Padding lanes get weight 0: inv = 0 there. */
 	memset(m->inv, 0, m->kpad * sizeof(float));
 	memset(m->dka, 0, m->kpad * sizeof(float));
-	/* The servers' totals are the column sums of their rows. */
-	memset(s.nk, 0, m->k * sizeof(*s.nk));
-	for (uint64_t w = 0; w < m->vocab; w++)
-		for (uint32_t t = 0; t < m->k; t++) {
-			int32_t c = s.nwk[w * m->k + t];
-
-			if (c < 0)
-				s.nwk[w * m->k + t] = c = 0;
-			s.nk[t] += c;
-		}
-	for (uint64_t i = 0; i < m->train.n * m->k; i++)
-		if (((int32_t *)v.dt->data)[i] < 0)
-			((int32_t *)v.dt->data)[i] = 0;
 	for (uint32_t t = 0; t < m->k; t++)
-		m->inv[t] = 1.0f / (clamp0(s.nk[t]) + m->vbeta);
-	for (uint64_t d = 0; d < m->train.n; d++) {
+		m->inv[t] = 1.0f / (clamp0(nk[t]) + m->vbeta);
+	for (uint64_t d = d0; d < d1; d++) {
 		uint64_t lo = m->train.start[d];
 
 		sample_doc(&s, m->train.words + lo, z + lo, m->train.start[d + 1] - lo,
-			   (int32_t *)v.dt->data + d * m->k, &r);
+			   (int32_t *)v->dt->data + d * m->k, r);
 	}
+}
+
+int scar_lda_sweep_begin(struct scar_model *m, struct scar_state *st, uint64_t *seed,
+			 struct scar_error *err)
+{
+	struct lda_view v;
+	struct scar_rng r;
+	int rc;
+
+	if ((rc = get_view(m, st, &v, err)) || (rc = mu_rng_get(st, &r, err)) ||
+	    (rc = prepare(m, &v, err)))
+		return rc;
+	*seed = scar_rng_u64(&r);
+	mu_rng_put(st, &r);
+	return 0;
+}
+
+int scar_lda_sample_block(struct scar_model *m, struct scar_state *st, uint32_t b,
+			  uint64_t seed, struct scar_error *err)
+{
+	struct lda_view v;
+	struct scar_rng r;
+	int rc;
+
+	if ((rc = get_view(m, st, &v, err)))
+		return rc;
+	memcpy(m->bwk, v.wt->data, m->vocab * m->k * sizeof(*m->bwk));
+	memcpy(m->bk, v.tt->data, m->k * sizeof(*m->bk));
+	scar_rng_seed_stream(&r, seed, b);
+	sample_docs(m, &v, m->bwk, m->bk, scar_dist_part_lo(m->train.n, b, m->workers),
+		    scar_dist_part_lo(m->train.n, b + 1, m->workers), &r);
+	return 0;
+}
+
+int scar_lda_sweep_end(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct lda_view v;
+	int rc;
+
+	if ((rc = get_view(m, st, &v, err)))
+		return rc;
+	resync_counts(m, v.zt->data, v.wt->data, v.tt->data, v.dt->data);
+	return 0;
+}
+
+void scar_lda_info(const struct scar_model *m, struct scar_lda_info *out)
+{
+	out->workers = m->workers;
+	out->docs = m->train.n;
+	out->tokens = m->train.tokens;
+	out->doc_start = m->train.start;
+}
+
+static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
+{
+	struct lda_view v;
+	struct scar_rng r;
+	uint64_t seed;
+	int rc;
+
+	if (m->workers > 1) {
+		if ((rc = scar_lda_sweep_begin(m, st, &seed, err)))
+			return rc;
+		for (uint32_t b = 0; b < m->workers; b++)
+			if ((rc = scar_lda_sample_block(m, st, b, seed, err)))
+				return rc;
+		return scar_lda_sweep_end(m, st, err);
+	}
+	if ((rc = get_view(m, st, &v, err)) || (rc = mu_rng_get(st, &r, err)) ||
+	    (rc = prepare(m, &v, err)))
+		return rc;
+	sample_docs(m, &v, v.wt->data, v.tt->data, 0, m->train.n, &r);
 	if (m->resync)
-		resync_counts(m, z, s.nwk, s.nk, v.dt->data);
+		resync_counts(m, v.zt->data, v.wt->data, v.tt->data, v.dt->data);
 	mu_rng_put(st, &r);
 	return 0;
 }
@@ -519,11 +623,11 @@ static double doc_loglik(const struct scar_model *m, const int32_t *nwk, const u
 	return ll;
 }
 
-static int lda_objective(struct scar_model *m, const struct scar_state *st, double *out,
-			 struct scar_error *err)
+int scar_lda_doc_logliks(struct scar_model *m, const struct scar_state *st, uint64_t d0,
+			 uint64_t d1, double *out, struct scar_error *err)
 {
 	struct lda_view v;
-	double *col, ll = 0;
+	double *col;
 	float *th = m->p;
 	uint32_t k = m->k;
 	const int32_t *nwk;
@@ -534,7 +638,7 @@ static int lda_objective(struct scar_model *m, const struct scar_state *st, doub
 	nwk = v.wt->data;
 	if (phi_norms(m, nwk, &col))
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	for (uint64_t d = 0; d < m->train.n; d++) {
+	for (uint64_t d = d0; d < d1; d++) {
 		const int32_t *nd = (const int32_t *)v.dt->data + d * k;
 		uint64_t lo = m->train.start[d];
 		double nsum = 0;
@@ -544,11 +648,33 @@ static int lda_objective(struct scar_model *m, const struct scar_state *st, doub
 		/* theta_dk * colinv_k, so a token costs one K-long dot product. */
 		for (uint32_t t = 0; t < k; t++)
 			th[t] = (float)((clamp0(nd[t]) + m->alpha) / (nsum + k * (double)m->alpha) * col[t]);
-		ll += doc_loglik(m, nwk, m->train.words + lo, m->train.start[d + 1] - lo, th);
+		out[d - d0] = doc_loglik(m, nwk, m->train.words + lo, m->train.start[d + 1] - lo, th);
 	}
 	free(col);
-	*out = ll / (double)m->train.tokens;
 	return 0;
+}
+
+double scar_lda_objective_of(const struct scar_model *m, double loglik_sum)
+{
+	return loglik_sum / (double)m->train.tokens;
+}
+
+/* The documents' log-likelihoods added in document order. */
+static int lda_objective(struct scar_model *m, const struct scar_state *st, double *out,
+			 struct scar_error *err)
+{
+	double *ll = malloc((m->train.n + 1) * sizeof(*ll)), sum = 0;
+	int rc;
+
+	if (!ll)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if (!(rc = scar_lda_doc_logliks(m, st, 0, m->train.n, ll, err))) {
+		for (uint64_t d = 0; d < m->train.n; d++)
+			sum += ll[d];
+		*out = scar_lda_objective_of(m, sum);
+	}
+	free(ll);
+	return rc;
 }
 
 static int lda_heldout(struct scar_model *m, const struct scar_state *st, double *out,

@@ -20,7 +20,9 @@
  *        for "none"); mu stays at the training mean.
  *
  * Objective: sqrt(L / n_train) ("rmse_penalized", the training RMSE with
- * the penalty folded in). Held out: RMSE on the test ratings ("test_rmse").
+ * the penalty folded in). Sums over the training ratings (the squared
+ * error, the mean's update) are taken per user, then over users in order,
+ * so the MPI trainer can reproduce them bit for bit (scar-mpi(7)). Held out: RMSE on the test ratings ("test_rmse").
  * The test set is a seeded 80/20 (test_frac) split by scar_ratings_split.
  *
  * State: params "user_factors" f32 [users, rank], "item_factors" f32
@@ -54,6 +56,7 @@
 
 #include "scar/data.h"
 #include "scar/model.h"
+#include "model_mf.h"
 #include "model_util.h"
 
 struct scar_model {
@@ -68,10 +71,7 @@ struct scar_model {
 	double *work;		/* (rank + 1)^2 + 2 (rank + 1) */
 };
 
-struct mf_params {
-	float *p, *q, *bu, *bi;
-	double *mu;
-};
+#define mf_params scar_mf_params
 
 static const char *const mf_keys[] = {
 	"seed", "data_seed", "data", "users", "items", "synth_rank", "density", "noise",
@@ -339,27 +339,52 @@ static void als_solve(const struct scar_model *m, uint64_t lo, uint64_t hi, cons
 	*b = (float)rhs[k];
 }
 
+void scar_mf_solve_user(struct scar_model *m, struct scar_mf_params *x, uint32_t u)
+{
+	als_solve(m, m->uptr[u], m->uptr[u + 1], m->uidx, m->ur, x->q, x->bi, *x->mu,
+		  x->p + (uint64_t)u * m->rank, x->bu + u);
+}
+
+void scar_mf_solve_item(struct scar_model *m, struct scar_mf_params *x, uint32_t i)
+{
+	als_solve(m, m->iptr[i], m->iptr[i + 1], m->iidx, m->ir, x->p, x->bu, *x->mu,
+		  x->q + (uint64_t)i * m->rank, x->bi + i);
+}
+
+double scar_mf_user_resid(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u)
+{
+	const float *pu = x->p + (uint64_t)u * m->rank;
+	double s = 0;
+
+	for (uint64_t t = m->uptr[u]; t < m->uptr[u + 1]; t++) {
+		uint32_t i = m->uidx[t];
+
+		s += (double)m->ur[t] - x->bu[u] - x->bi[i] - dotf(pu, x->q + (uint64_t)i * m->rank, m->rank);
+	}
+	return s;
+}
+
+double scar_mf_mean(const struct scar_model *m, double resid_sum)
+{
+	return resid_sum / (double)m->train->n;
+}
+
+/*
+ * The sums over ratings (the mean here, the squared error in the
+ * objective) are summed per user and then over users in user order: the
+ * order the MPI trainer reproduces from the users' owners (scar-mpi(7)).
+ */
 static void als_sweep(struct scar_model *m, struct mf_params *x)
 {
-	uint32_t k = m->rank;
 	double s = 0;
 
 	for (uint32_t u = 0; u < m->users; u++)
-		als_solve(m, m->uptr[u], m->uptr[u + 1], m->uidx, m->ur, x->q, x->bi, *x->mu,
-			  x->p + (uint64_t)u * k, x->bu + u);
+		scar_mf_solve_user(m, x, u);
 	for (uint32_t i = 0; i < m->items; i++)
-		als_solve(m, m->iptr[i], m->iptr[i + 1], m->iidx, m->ir, x->p, x->bu, *x->mu,
-			  x->q + (uint64_t)i * k, x->bi + i);
-	for (uint32_t u = 0; u < m->users; u++) {
-		const float *pu = x->p + (uint64_t)u * k;
-
-		for (uint64_t t = m->uptr[u]; t < m->uptr[u + 1]; t++) {
-			uint32_t i = m->uidx[t];
-
-			s += (double)m->ur[t] - x->bu[u] - x->bi[i] - dotf(pu, x->q + (uint64_t)i * k, k);
-		}
-	}
-	*x->mu = s / (double)m->train->n;
+		scar_mf_solve_item(m, x, i);
+	for (uint32_t u = 0; u < m->users; u++)
+		s += scar_mf_user_resid(m, x, u);
+	*x->mu = scar_mf_mean(m, s);
 }
 
 static int sgd_epoch(struct scar_model *m, struct scar_state *st, struct mf_params *x,
@@ -441,29 +466,74 @@ static double sse(const struct scar_model *m, const struct mf_params *x,
 	return s;
 }
 
+double scar_mf_user_sse(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u)
+{
+	const float *pu = x->p + (uint64_t)u * m->rank;
+	double s = 0;
+
+	for (uint64_t t = m->uptr[u]; t < m->uptr[u + 1]; t++) {
+		uint32_t i = m->uidx[t];
+		double e = (double)m->ur[t] - *x->mu - x->bu[u] - x->bi[i] -
+			dotf(pu, x->q + (uint64_t)i * m->rank, m->rank);
+
+		s += e * e;
+	}
+	return s;
+}
+
+double scar_mf_user_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u)
+{
+	double w = m->weighted ? (double)(m->uptr[u + 1] - m->uptr[u]) : 1.0;
+	const float *pu = x->p + (uint64_t)u * m->rank;
+
+	return w * ((double)dotf(pu, pu, m->rank) + (double)x->bu[u] * x->bu[u]);
+}
+
+double scar_mf_item_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t i)
+{
+	double w = m->weighted ? (double)(m->iptr[i + 1] - m->iptr[i]) : 1.0;
+	const float *qi = x->q + (uint64_t)i * m->rank;
+
+	return w * ((double)dotf(qi, qi, m->rank) + (double)x->bi[i] * x->bi[i]);
+}
+
+double scar_mf_objective_of(const struct scar_model *m, double sse, double pen)
+{
+	return sqrt((sse + m->lambda * pen) / (double)m->train->n);
+}
+
+void scar_mf_info(const struct scar_model *m, struct scar_mf_info *out)
+{
+	out->users = m->users;
+	out->items = m->items;
+	out->rank = m->rank;
+	out->sgd = m->sgd;
+	out->n_train = m->train->n;
+}
+
+int scar_mf_params(const struct scar_model *m, const struct scar_state *st,
+		   struct scar_mf_params *x, struct scar_error *err)
+{
+	return get_params(m, st, x, err);
+}
+
+/* The training squared error per user, then over users in user order (as the mean). */
 static int mf_objective(struct scar_model *m, const struct scar_state *st, double *out,
 			struct scar_error *err)
 {
 	struct mf_params x;
-	uint32_t k = m->rank;
-	double pen = 0;
+	double e = 0, pen = 0;
 	int rc = get_params(m, st, &x, err);
 
 	if (rc)
 		return rc;
-	for (uint32_t u = 0; u < m->users; u++) {
-		double w = m->weighted ? (double)(m->uptr[u + 1] - m->uptr[u]) : 1.0;
-		const float *pu = x.p + (uint64_t)u * k;
-
-		pen += w * ((double)dotf(pu, pu, k) + (double)x.bu[u] * x.bu[u]);
-	}
-	for (uint32_t i = 0; i < m->items; i++) {
-		double w = m->weighted ? (double)(m->iptr[i + 1] - m->iptr[i]) : 1.0;
-		const float *qi = x.q + (uint64_t)i * k;
-
-		pen += w * ((double)dotf(qi, qi, k) + (double)x.bi[i] * x.bi[i]);
-	}
-	*out = sqrt((sse(m, &x, m->train) + m->lambda * pen) / (double)m->train->n);
+	for (uint32_t u = 0; u < m->users; u++)
+		e += scar_mf_user_sse(m, &x, u);
+	for (uint32_t u = 0; u < m->users; u++)
+		pen += scar_mf_user_pen(m, &x, u);
+	for (uint32_t i = 0; i < m->items; i++)
+		pen += scar_mf_item_pen(m, &x, i);
+	*out = scar_mf_objective_of(m, e, pen);
 	return 0;
 }
 

@@ -141,46 +141,8 @@ static int is_param(const struct scar_tensor *x)
 	return x->role == SCAR_ROLE_PARAM;
 }
 
-/* Value of element i as double, for norms over any dtype. */
-static double elem(const struct scar_tensor *x, const void *data, uint64_t i)
-{
-	switch (x->dtype) {
-	case SCAR_F32: return ((const float *)data)[i];
-	case SCAR_F64: return ((const double *)data)[i];
-	case SCAR_I32: return ((const int32_t *)data)[i];
-	case SCAR_U32: return ((const uint32_t *)data)[i];
-	case SCAR_I64: return (double)((const int64_t *)data)[i];
-	case SCAR_U64: return (double)((const uint64_t *)data)[i];
-	case SCAR_U8: return ((const uint8_t *)data)[i];
-	}
-	return 0;
-}
-
-/* Squared L2 distance of n elements; Neumaier-compensated so long tensors stay exact enough. */
-static double sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
-		     uint64_t n)
-{
-	double sum = 0, comp = 0;
-
-	if (x->dtype == SCAR_F32) {
-		const float *fa = (const float *)a + off, *fb = (const float *)b + off;
-
-		for (uint64_t i = 0; i < n; i++) {
-			double d = (double)fa[i] - fb[i], y = d * d, s = sum + y;
-
-			comp += fabs(sum) >= y ? (sum - s) + y : (y - s) + sum;
-			sum = s;
-		}
-		return sum + comp;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		double d = elem(x, a, off + i) - elem(x, b, off + i), y = d * d, s = sum + y;
-
-		comp += fabs(sum) >= y ? (sum - s) + y : (y - s) + sum;
-		sum = s;
-	}
-	return sum + comp;
-}
+/* The squared distance both trainers share (train_internal.h). */
+#define sqdist scar_train_sqdist
 
 static int push_obj(struct trainer *t, double v)
 {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "scar/error.h"
+#include "scar/tensor.h"
 #include "scar/train.h"
 
 /* Stream ids that keep the trainer's random choices apart. */
@@ -27,5 +28,12 @@ int scar_train_fails_at(const struct scar_train_opts *o, uint64_t clock);
 /* Mark in lost[0..S) the shards the failure at `clock` loses. SCAR_ENOMEM on allocation failure. */
 int scar_train_pick_shards(const struct scar_train_opts *o, uint32_t S, uint64_t clock,
 			   uint8_t *lost, struct scar_error *err);
+/*
+ * Squared L2 distance of elements off..off+n of two buffers of x's dtype
+ * (any dtype, as doubles), Neumaier-compensated: the step norms, the
+ * priorities and the recovery norms of both trainers.
+ */
+double scar_train_sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
+			 uint64_t n);
 
 #endif

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scar/ckpt.h"
 #include "scar/error.h"
 #include "scar/tensor.h"
 #include "scar/train.h"
@@ -133,6 +134,22 @@ int scar_dist_manifest_load(const char *path, struct scar_state **out, struct sc
 int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
 			  char *used_path, size_t used_len, struct scar_error *err);
 
+/* Nonzero when the file name of path is a rank file's, "*.rank-R.ckpt" (R decimal). */
+int scar_dist_is_rank_file(const char *path);
+
+/*
+ * The checkpoints of directory dir as scar_ckpt_list gives them (by
+ * iteration, then path), each distributed checkpoint once: its manifest,
+ * as an entry whose path is the manifest, with its iteration and kind and
+ * as size the bytes of the manifest and its rank files. Rank files are
+ * never listed, also not those of a checkpoint whose manifest is missing
+ * (a crash before it was written); a manifest that cannot be read or is
+ * incomplete (scar_dist_manifest_verify) counts in *skipped, as a damaged
+ * single file does. Free with scar_ckpt_list_free.
+ */
+int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			size_t *skipped, struct scar_error *err);
+
 /* ---- MPI: only in a libscar built with SCAR_MPI ---- */
 
 /*
@@ -146,6 +163,13 @@ int scar_dist_init(int launched, int *argc, char ***argv, struct scar_error *err
 /* Finalize MPI if scar_dist_init started it; safe to call twice (e.g. from atexit). */
 void scar_dist_finalize(void);
 
+/*
+ * Rank 0's v, returned on every rank (a collective: every rank must call
+ * it); v itself when MPI is not running. For a command's decisions that
+ * one rank makes for all, e.g. creating the checkpoint directory.
+ */
+int scar_dist_bcast_int(int v);
+
 /* Nonzero when MPI is running with more than one rank. */
 int scar_dist_active(void);
 /* This process's rank (0 when not distributed) and the number of ranks (1). */
@@ -156,8 +180,8 @@ int scar_dist_size(void);
  * scar_train_run over the MPI ranks: same options, same events (rank 0
  * writes them; other ranks write none, whatever opts->events says), same
  * result on every rank (final_state is the full state on every rank; let
- * rank 0 alone save it). Runs the workloads scar-mpi(7) lists (ridge);
- * others fail with SCAR_EUNSUPPORTED ("model 'lda' does not run
+ * rank 0 alone save it). Runs the workloads scar-mpi(7) lists (ridge, mlr, mf with solver als, lda);
+ * others fail with SCAR_EUNSUPPORTED ("model 'x' does not run
  * distributed yet"). Errors are agreed: every rank returns the same code
  * and message, so a command can report it from rank 0 alone. With
  * opts->ckpt_dir, checkpoints are rank files plus a manifest (above).

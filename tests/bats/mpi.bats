@@ -3,7 +3,8 @@
 # loopback give the single-process results (within 1e-6 relative; the
 # partial gradients are summed in rank order), checkpoints are rank files
 # plus a manifest written last, resume works with another P and after a
-# rank is killed, failures cost what they cost in one process.
+# rank is killed, failures cost what they cost in one process; mlr and mf
+# (ALS) are bit-identical to one process.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -147,6 +148,18 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 	[ "$(jq '.files[0].size' ck/ckpt-0000000000.manifest)" = "$(stat -c %s ck/ckpt-0000000000.rank-0.ckpt)" ]
 }
 
+@test "mpi: a missing checkpoint directory is created once, by rank 0" {
+	for i in 1 2 3; do
+		mpi 4 $RIDGE --iters 4 --policy full --interval 2 --checkpoint-dir "new$i" > run.jsonl
+		[ -f "new$i/ckpt-0000000004.manifest" ]
+		[ -f "new$i/ckpt-0000000004.rank-3.ckpt" ]
+	done
+	# Only one level, as in one process; the error is said once, exit 2.
+	run -2 --separate-stderr mpi 2 $RIDGE --iters 4 --checkpoint-dir missing/ck
+	[ "$(grep -c "scar-train: cannot create checkpoint directory 'missing/ck': No such file or directory" <<< "$stderr")" -eq 1 ]
+	[ ! -e missing ]
+}
+
 @test "mpi: resume with a different P continues the same run" {
 	mkdir ck
 	opts="--policy full --interval 5 --checkpoint-dir ck"
@@ -234,7 +247,90 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 	plain r2.jsonl | cmp - r1.jsonl
 }
 
+MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sync"
+
+@test "mpi: mf (ALS) on 1, 2 and 4 ranks is bit-identical to one process" {
+	opts="$MF --iters 12 --policy priority --fraction 0.3 --fail-at 5 --lose-count 2 --cost"
+	scar-train $opts | jq -c . > one.jsonl
+	for p in 1 2 4; do
+		mpi $p $opts > p$p.jsonl
+		plain p$p.jsonl | cmp - one.jsonl
+	done
+	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
+	[ "$(field failure ranks < p4.jsonl)" != "" ]
+	grep -q '"final_heldout"' p4.jsonl
+	grep -q '"ranks":4' p4.jsonl
+}
+
+@test "mpi: mf on MovieLens (the data cache) is bit-identical on 2 ranks" {
+	ml="${SCAR_DATA:-$HOME/.cache/scar}/movielens"
+	[ -d "$ml" ] || skip "MovieLens not in the data cache (make data)"
+	opts="--model mf --data $ml --shards 4 --no-timing -q --iters 3 --policy round-robin --fail-at 2"
+	scar-train $opts | jq -c . > one.jsonl
+	mpi 2 $opts > two.jsonl
+	plain two.jsonl | cmp - one.jsonl
+}
+
+@test "mpi: mf checkpoints, full recovery and a resume on another P stay bit-identical" {
+	mkdir ck ck1
+	opts="$MF --policy full --interval 3"
+	scar-train $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck1 | jq -c . > one.jsonl
+	mpi 3 $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck > three.jsonl
+	plain three.jsonl | jq -c 'del(.bytes, .checkpoint_bytes)' > a.jsonl
+	jq -c 'del(.bytes, .checkpoint_bytes)' one.jsonl | cmp - a.jsonl
+	[ -f ck/ckpt-0000000009.manifest ] && [ -f ck/ckpt-0000000009.rank-2.ckpt ]
+	mpi 2 --resume ck --iters 16 --no-timing -q > r2.jsonl
+	scar-train --resume ck1 --iters 16 --no-timing -q | jq -c . > r1.jsonl
+	[ "$(field header resume_iter < r2.jsonl)" = "11" ]
+	plain r2.jsonl | cmp - r1.jsonl
+}
+
+@test "mpi: a resume rebuilds the saved view from partial manifests as one process does" {
+	opts="--no-timing -q --no-sync --policy priority --fraction 0.5 --interval 4"
+	mpi 2 $MF $opts --iters 9 --checkpoint-dir pa > /dev/null
+	scar-train $MF $opts --iters 9 --checkpoint-dir pb > /dev/null
+	[ "$(jq -r .kind pa/ckpt-0000000008.manifest)" = "partial" ]
+	# The failure at 14 restores from the view the partials at 2..8 built.
+	mpi 3 --resume pa --iters 20 $opts --fail-at 14 --checkpoint-dir pa |
+		jq -c 'del(.ranks, .comm_bytes, .files, .bytes, .checkpoint_bytes)' > a.jsonl
+	scar-train --resume pb --iters 20 $opts --fail-at 14 --checkpoint-dir pb |
+		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - a.jsonl
+	grep -q '"type":"recovery"' a.jsonl
+}
+
+@test "mpi: the mf comparison can fail (another seed differs)" {
+	scar-train $MF --iters 3 | jq -c . > one.jsonl
+	mpi 2 $MF --iters 3 --seed 2 > two.jsonl
+	run -1 cmp <(plain two.jsonl) one.jsonl
+}
+
+LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-sync"
+
+@test "mpi: lda (AD-LDA, workers=4 and the sequential workers=1) is bit-identical on 2, 3, 4 ranks" {
+	for w in 1 4; do
+		opts="$LDA --set workers=$w --iters 6 --policy priority --fraction 0.3 --fail-at 3 --lose-count 2 --cost"
+		scar-train $opts | jq -c . > one.jsonl
+		for p in 2 3 4; do
+			mpi $p $opts > p$p.jsonl
+			plain p$p.jsonl | cmp - one.jsonl
+		done
+	done
+	# Integer count tensors have step norms (not 0).
+	grep -q '"step_norm":[1-9]' p4.jsonl
+}
+
+@test "mpi: lda full recovery and a resume on another P stay bit-identical" {
+	mkdir ck ck1
+	opts="$LDA --set workers=4 --policy full --interval 3"
+	scar-train $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck1 | jq -c 'del(.bytes, .checkpoint_bytes)' > one.jsonl
+	mpi 3 $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck | plain /dev/stdin |
+		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - one.jsonl
+	mpi 2 --resume ck --iters 16 --no-timing -q > r2.jsonl
+	scar-train --resume ck1 --iters 16 --no-timing -q | jq -c . > r1.jsonl
+	plain r2.jsonl | cmp - r1.jsonl
+}
+
 @test "mpi: workloads that do not run distributed say so, exit 2" {
-	run -2 mpi 2 --model lda --iters 2 -q
-	[[ "$output" == *"model 'lda' does not run distributed yet"* ]]
+	run -2 mpi 2 --model mf --set solver=sgd --iters 2 -q
+	[[ "$output" == *"mf: solver 'sgd' does not run distributed"* ]]
 }

@@ -65,3 +65,41 @@ setup() {
 	[[ "$output" == *distributed* ]]
 	[[ "$output" != *rank-* ]]
 }
+
+# mf is bit-identical across P, so a distributed directory and a
+# single-process one of the same run must fold into the same saved view.
+MF="-q -m mf --set users=120 --set items=90 --shards 5 --no-timing --no-sync -n 10
+    --policy round-robin --fraction 0.5 --interval 4"
+
+@test "apply DIR: a distributed directory folds like a single-process one" {
+	cd "$BATS_TEST_TMPDIR"
+	mpi $MF --checkpoint-dir dd > /dev/null
+	"$SCAR_ROOT/scar-train" $MF --checkpoint-dir sd > /dev/null
+	run -0 scar-ckpt apply -o one.ckpt sd
+	run -0 scar-ckpt apply -o dist.ckpt dd
+	run -0 scar-diff --all one.ckpt dist.ckpt
+	run -0 scar-ckpt info dist.ckpt
+	[[ "$output" == *"iteration:  10"* ]]
+	# As a partial operand too, over a base from elsewhere.
+	run -0 scar-ckpt apply -o mixed.ckpt sd/ckpt-0000000000.ckpt dd
+	run -0 scar-diff --all one.ckpt mixed.ckpt
+}
+
+@test "apply DIR: rank files without a manifest are not used, a damaged one refuses" {
+	cd "$BATS_TEST_TMPDIR"
+	mpi $MF --checkpoint-dir dd > /dev/null
+	"$SCAR_ROOT/scar-train" $MF --checkpoint-dir sd > /dev/null
+	# A crash before the manifest of iteration 10: its rank files stay.
+	rm dd/ckpt-0000000010.manifest sd/ckpt-0000000010.ckpt
+	[ -f dd/ckpt-0000000010.rank-1.ckpt ]
+	run -0 scar-ckpt apply -o one.ckpt sd
+	run -0 scar-ckpt apply -o dist.ckpt dd
+	run -0 scar-diff --all one.ckpt dist.ckpt
+	run -0 scar-ckpt info dist.ckpt
+	[[ "$output" == *"iteration:  8"* ]]
+	# A damaged rank file makes its checkpoint damaged: the directory is refused.
+	printf 'x' | dd of=dd/ckpt-0000000004.rank-1.ckpt bs=1 seek=60 conv=notrunc 2>/dev/null
+	run -2 --separate-stderr scar-ckpt apply -o bad.ckpt dd
+	[[ "$stderr" == *"'dd': 1 damaged or unreadable checkpoints"* ]]
+	[ ! -e bad.ckpt ]
+}

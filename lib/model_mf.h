@@ -1,0 +1,48 @@
+/*
+ * model_mf.h - the pieces of the mf model (model_mf.c) that the MPI trainer
+ * (dist_mpi.c) runs on the owners of the rows, so that a distributed ALS
+ * sweep does every floating-point operation of the single-process one:
+ * the per-row solves, and the per-user and per-item terms of the sums the
+ * model adds up in user (then item) order. Not part of the public API; the
+ * model pointer must be an instance of the "mf" model.
+ */
+#ifndef SCAR_MODEL_MF_H
+#define SCAR_MODEL_MF_H
+
+#include <stdint.h>
+
+#include "scar/error.h"
+#include "scar/model.h"
+#include "scar/tensor.h"
+
+struct scar_mf_params {
+	float *p, *q, *bu, *bi;	/* user and item factors [rows, rank], biases */
+	double *mu;		/* the global mean */
+};
+
+struct scar_mf_info {
+	uint32_t users, items, rank;
+	int sgd;		/* solver "sgd" (else "als") */
+	uint64_t n_train;
+};
+
+void scar_mf_info(const struct scar_model *m, struct scar_mf_info *out);
+/* The parameter tensors of st, checked against the model's sizes. */
+int scar_mf_params(const struct scar_model *m, const struct scar_state *st,
+		   struct scar_mf_params *x, struct scar_error *err);
+/* The ALS update of user u's (p_u, b_u) given the items, and of item i's given the users. */
+void scar_mf_solve_user(struct scar_model *m, struct scar_mf_params *x, uint32_t u);
+void scar_mf_solve_item(struct scar_model *m, struct scar_mf_params *x, uint32_t i);
+/* Sum over user u's training ratings, in rating order, of r - b_u - b_i - p_u.q_i (the mean's part). */
+double scar_mf_user_resid(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u);
+/* Sum over user u's training ratings, in rating order, of the squared error. */
+double scar_mf_user_sse(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u);
+/* The penalty term w (|f|^2 + b^2) of user u and of item i (before lambda). */
+double scar_mf_user_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u);
+double scar_mf_item_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t i);
+/* The global mean from the user-order sum of the residual parts. */
+double scar_mf_mean(const struct scar_model *m, double resid_sum);
+/* The objective from the user-order sum of squared errors and the user-then-item-order penalty. */
+double scar_mf_objective_of(const struct scar_model *m, double sse, double pen);
+
+#endif
