@@ -528,13 +528,24 @@ static int load_any(const char *path, struct scar_state **out, struct scar_error
 
 static const char *kind_name(int partial);
 
+/* "label:      {json}", cut to 200 columns; "{}" when absent. */
+static void print_json_line(const char *label, const json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+	if (text && strlen(text) > 200)
+		printf("%-11s %.197s...\n", label, text);
+	else
+		printf("%-11s %s\n", label, text ? text : "{}");
+	free(text);
+}
+
 /* info on a manifest: the combined state, and the rank files it is made of. */
 static int info_manifest(const char *path, int json)
 {
 	struct scar_dist_manifest *m = NULL;
 	struct scar_state *st = NULL;
 	struct scar_error e;
-	char *cfg;
 	size_t i;
 
 	scar_error_clear(&e);
@@ -593,7 +604,6 @@ static int info_manifest(const char *path, int json)
 		for (i = 0; i < st->ntensors; i++)
 			if ((int)strlen(st->tensors[i]->name) > w)
 				w = (int)strlen(st->tensors[i]->name);
-		cfg = st->config ? json_dumps(st->config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 		printf("file:       %s\n", path);
 		printf("format:     distributed (manifest of %zu rank files)\n", m->nfiles);
 		printf("model:      %s\n", st->model[0] ? st->model : "-");
@@ -601,11 +611,7 @@ static int info_manifest(const char *path, int json)
 		printf("kind:       %s\n", kind_name(m->partial));
 		printf("shards:     %u\n", st->shards);
 		printf("ranks:      %u\n", m->ranks);
-		if (cfg && strlen(cfg) > 200)
-			printf("config:     %.197s...\n", cfg);
-		else
-			printf("config:     %s\n", cfg ? cfg : "{}");
-		free(cfg);
+		print_json_line("config:", st->config);
 		printf("tensors:    %zu\n\n", st->ntensors);
 		printf("%-*s  %-5s  %-5s  %-16s  %13s\n", w, "tensor", "dtype", "role", "shape",
 		       "present/rows");
@@ -670,7 +676,7 @@ static void info_text(const char *path, const struct scar_ckpt_info *in,
 {
 	const json_t *extra = json_object_get(in->meta, "extra");
 	uint64_t raw = 0, stored = 0;
-	char *cfg, shape[160];
+	char shape[160];
 	int w = 6;
 	size_t i;
 
@@ -681,26 +687,15 @@ static void info_text(const char *path, const struct scar_ckpt_info *in,
 		if (l > w)
 			w = l;
 	}
-	cfg = in->config ? json_dumps(in->config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	printf("file:       %s\n", path);
 	printf("version:    %d\n", in->version);
 	printf("model:      %s\n", in->model[0] ? in->model : "-");
 	printf("iteration:  %llu\n", (unsigned long long)in->iteration);
 	printf("kind:       %s\n", kind_name(in->partial));
 	printf("shards:     %u\n", in->shards);
-	if (cfg && strlen(cfg) > 200)
-		printf("config:     %.197s...\n", cfg);
-	else
-		printf("config:     %s\n", cfg ? cfg : "{}");
-	free(cfg);
-	if (extra && json_object_size(extra)) {
-		cfg = json_dumps(extra, JSON_COMPACT | JSON_SORT_KEYS);
-		if (cfg && strlen(cfg) > 200)
-			printf("extra:      %.197s...\n", cfg);
-		else
-			printf("extra:      %s\n", cfg ? cfg : "{}");
-		free(cfg);
-	}
+	print_json_line("config:", in->config);
+	if (extra && json_object_size(extra))
+		print_json_line("extra:", extra);
 	printf("tensors:    %zu\n", in->ntensors);
 	printf("sections:   %zu\n", nsec);
 	printf("bytes:      %llu in file, %llu raw, %llu stored (ratio %.2f)\n\n",
