@@ -232,19 +232,24 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 	grep -q '"final_heldout"' p4.jsonl
 }
 
-@test "mpi: mlr full recovery and a resume on another P stay bit-identical" {
+# A full rollback at 8 with full checkpoints every 3 on 3 ranks equals one
+# process, and so does a resume of the newest on 2 ranks (in ck; ck1 is the
+# single-process directory). Leaves r2.jsonl, the resumed 2-rank stream.
+rollback_and_resume() {
 	mkdir ck ck1
-	opts="--model mlr --no-timing -q --no-sync --policy full --interval 3"
-	scar-train $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck1 | jq -c . > one.jsonl
-	mpi 3 $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck > three.jsonl
-	plain three.jsonl | jq -c 'del(.bytes, .checkpoint_bytes)' > a.jsonl
-	jq -c 'del(.bytes, .checkpoint_bytes)' one.jsonl | cmp - a.jsonl
-	# Resume the newest (state 9 at clock 11, after the rollback) on 2 ranks, and the
-	# single-file one in one process.
+	scar-train "$@" --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck1 |
+		jq -c 'del(.bytes, .checkpoint_bytes)' > one.jsonl
+	mpi 3 "$@" --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck | plain /dev/stdin |
+		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - one.jsonl
 	mpi 2 --resume ck --iters 16 --no-timing -q > r2.jsonl
 	scar-train --resume ck1 --iters 16 --no-timing -q | jq -c . > r1.jsonl
-	[ "$(field header resume_iter < r2.jsonl)" = "11" ]
 	plain r2.jsonl | cmp - r1.jsonl
+}
+
+@test "mpi: mlr full recovery and a resume on another P stay bit-identical" {
+	rollback_and_resume --model mlr --no-timing -q --no-sync --policy full --interval 3
+	# The newest is state 9 at clock 11, after the rollback.
+	[ "$(field header resume_iter < r2.jsonl)" = "11" ]
 }
 
 MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sync"
@@ -272,17 +277,9 @@ MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sy
 }
 
 @test "mpi: mf checkpoints, full recovery and a resume on another P stay bit-identical" {
-	mkdir ck ck1
-	opts="$MF --policy full --interval 3"
-	scar-train $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck1 | jq -c . > one.jsonl
-	mpi 3 $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck > three.jsonl
-	plain three.jsonl | jq -c 'del(.bytes, .checkpoint_bytes)' > a.jsonl
-	jq -c 'del(.bytes, .checkpoint_bytes)' one.jsonl | cmp - a.jsonl
+	rollback_and_resume $MF --policy full --interval 3
 	[ -f ck/ckpt-0000000009.manifest ] && [ -f ck/ckpt-0000000009.rank-2.ckpt ]
-	mpi 2 --resume ck --iters 16 --no-timing -q > r2.jsonl
-	scar-train --resume ck1 --iters 16 --no-timing -q | jq -c . > r1.jsonl
 	[ "$(field header resume_iter < r2.jsonl)" = "11" ]
-	plain r2.jsonl | cmp - r1.jsonl
 }
 
 @test "mpi: a resume rebuilds the saved view from partial manifests as one process does" {
@@ -320,14 +317,7 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 }
 
 @test "mpi: lda full recovery and a resume on another P stay bit-identical" {
-	mkdir ck ck1
-	opts="$LDA --set workers=4 --policy full --interval 3"
-	scar-train $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck1 | jq -c 'del(.bytes, .checkpoint_bytes)' > one.jsonl
-	mpi 3 $opts --iters 12 --fail-at 8 --recovery full --checkpoint-dir ck | plain /dev/stdin |
-		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - one.jsonl
-	mpi 2 --resume ck --iters 16 --no-timing -q > r2.jsonl
-	scar-train --resume ck1 --iters 16 --no-timing -q | jq -c . > r1.jsonl
-	plain r2.jsonl | cmp - r1.jsonl
+	rollback_and_resume $LDA --set workers=4 --policy full --interval 3
 }
 
 @test "mpi: workloads that do not run distributed say so, exit 2" {
