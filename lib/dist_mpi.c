@@ -39,6 +39,7 @@
 #include "model_lda.h"
 #include "model_mf.h"
 #include "model_util.h"
+#include "topk.h"
 #include "train_internal.h"
 
 
@@ -1209,20 +1210,6 @@ static int check_layout(struct dt *t, json_t *config)
 
 /* ---- checkpoints ---- */
 
-struct prio {
-	double p;
-	uint64_t row;
-};
-
-static int prio_cmp(const void *a, const void *b)
-{
-	const struct prio *x = a, *y = b;
-
-	if (x->p != y->p)
-		return x->p < y->p ? 1 : -1;
-	return x->row < y->row ? -1 : x->row > y->row;
-}
-
 /*
  * The rows the policy saves now, the same on every rank. Priorities are
  * computed by each row's owner and gathered, so every rank ranks all rows.
@@ -1269,8 +1256,7 @@ static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
 	}
 	case SCAR_POLICY_PRIORITY: {
 		const struct scar_tensor *sv = t->saved->tensors[ti];
-		uint64_t re = scar_tensor_row_elems(x);
-		struct prio *pr = malloc(rows * sizeof(*pr));
+		struct scar_prio *pr = malloc(rows * sizeof(*pr));
 		struct scar_tensor pt;
 		struct scar_state ps;
 		struct scar_tensor *ptp = &pt;
@@ -1283,7 +1269,7 @@ static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
 			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
 		}
 		for (uint64_t r = 0; r < rows; r++)
-			pv[r] = owner(t, r) == t->R ? sqdist(x, x->data, sv->data, r * re, re) : 0;
+			pv[r] = owner(t, r) == t->R ? scar_row_priority(x, sv, r) : 0;
 		/* Gather the owners' priorities as a one-column param tensor. */
 		memset(&pt, 0, sizeof(pt));
 		pt.dtype = SCAR_F64;
@@ -1296,7 +1282,7 @@ static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
 		ps.tensors = &ptp;
 		rc = sync_params(t, &ps);
 		for (uint64_t r = 0; r < rows; r++) {
-			pr[r].p = pv[r];
+			pr[r].p = isnan(pv[r]) ? INFINITY : pv[r];	/* as in one process */
 			pr[r].row = r;
 		}
 		free(pv);
@@ -1304,7 +1290,7 @@ static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
 			free(pr);
 			return rc;
 		}
-		qsort(pr, rows, sizeof(*pr), prio_cmp);
+		scar_prio_select(pr, rows, n);
 		for (uint64_t i = 0; i < n; i++)
 			sel[pr[i].row] = 1;
 		free(pr);
