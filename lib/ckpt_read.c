@@ -475,18 +475,26 @@ static int read_head(struct scar_ckpt_reader *r, struct scar_error *err)
 	return rc;
 }
 
-/* On a regular file, peek at the trailer: intact means the file is whole. */
-static void probe_trailer(struct scar_ckpt_reader *r)
+/*
+ * On a regular file, peek at the trailer: intact means the file is whole.
+ * A read error is reported, not taken for "no trailer": that would turn an
+ * unreadable file into a truncated or corrupt one.
+ */
+static int probe_trailer(struct scar_ckpt_reader *r, struct scar_error *err)
 {
 	unsigned char t[CKPT_TRAILER_LEN];
+	int64_t k;
 
 	if (!r->seekable || r->fsize < CKPT_HEADER_LEN + CKPT_META_HDR_LEN + 12 + CKPT_TRAILER_LEN)
-		return;
-	if (scar_ckpt_pread_full(r->fd, t, sizeof(t), r->base + r->fsize - CKPT_TRAILER_LEN) !=
-	    (int64_t)sizeof(t))
-		return;
+		return 0;
+	k = scar_ckpt_pread_full(r->fd, t, sizeof(t), r->base + r->fsize - CKPT_TRAILER_LEN);
+	if (k < 0)
+		return scar_error_set_errno(err, (int)-k, r->name, "cannot read '%s'", r->name);
+	if (k != (int64_t)sizeof(t))
+		return 0;	/* shrank since fstat: the stream reader will say where */
 	r->complete = memcmp(t + 24, CKPT_END_MAGIC, 8) == 0 &&
 		      scar_crc32c(0, t, 20) == ckpt_get32(t + 20) && ckpt_get64(t + 8) == r->fsize;
+	return 0;
 }
 
 int scar_ckpt_reader_open_fd(struct scar_ckpt_reader **out, int fd, const char *name,
@@ -513,8 +521,9 @@ int scar_ckpt_reader_open_fd(struct scar_ckpt_reader **out, int fd, const char *
 			r->fsize = (uint64_t)(sb.st_size - pos);
 		}
 	}
-	probe_trailer(r);
-	rc = read_head(r, err);
+	rc = probe_trailer(r, err);
+	if (!rc)
+		rc = read_head(r, err);
 	if (rc) {
 		scar_ckpt_reader_close(r);
 		return rc;

@@ -142,7 +142,7 @@ reader_faults() {
 	shift
 	prog=$(basename "$1")
 	clean=$("$@" 2>/dev/null) || clean_status=$?
-	local hard=(open:EACCES:1 read:EIO:1+ read:EIO:2+)
+	local hard=(open:EACCES:1 read:EIO:1 read:EIO:1+ read:EIO:2+)
 	[ -z "${READ_FAULTS:-}" ] || read -ra hard <<< "$READ_FAULTS"
 	for rule in "${hard[@]}"; do
 		rm -f fault.log
@@ -176,6 +176,24 @@ reader_faults() {
 	# is still reported as "truncated header" (a bug in cmd/scar-ckpt.c), so
 	# only faults from the first read on are held against it for now.
 	READ_FAULTS="open:EACCES:1 read:EIO:1+" reader_faults in.npy scar-ckpt import --name w -o x.ckpt in.npy
+}
+
+@test "a read error on a checkpoint's trailer is an I/O error, never a damaged or intact file" {
+	# N:CMD: the Nth read of in.ckpt is the reader's peek at its trailer
+	# (scar-diff first peeks at the file's head).
+	local t c n
+	for t in "1:scar-ckpt verify in.ckpt" "1:scar-ckpt info in.ckpt" "1:scar-ckpt convert in.ckpt x.ckpt" \
+		 "2:scar-diff in.ckpt in2.ckpt" "1:scar-inject --noise-l2 1 in.ckpt x.ckpt" \
+		 "1:scar-train --resume in.ckpt -n 6 -q" "1:scar-ckpt apply -o x.ckpt in.ckpt"; do
+		n=${t%%:*}
+		c=${t#*:}
+		rm -f fault.log x.ckpt
+		run -2 --separate-stderr faulty "read:EIO:$n" in.ckpt $c
+		[[ $(cat fault.log) == "read:EIO #$n "* ]] || { echo "'$c': fault log '$(cat fault.log)'" >&2; return 1; }
+		[ "$stderr" = "${c%% *}: cannot read 'in.ckpt': Input/output error" ] ||
+			{ echo "'$c': '$stderr'" >&2; return 1; }
+		[ -z "$output" ] && [ ! -e x.ckpt ]
+	done
 }
 
 @test "scar-diff under read faults, checkpoints and .npy" {
