@@ -648,10 +648,15 @@ static int fill_rows(struct scar_ckpt_reader *r, size_t t, uint32_t s, uint64_t 
 	return n == nrows ? 0 : SCAR_ECORRUPT;
 }
 
-static const char *lz4_problem(size_t code)
+/*
+ * LZ4F's error names (ERROR_frameType_unknown) are for programmers: say
+ * it in words. Only allocation is not damage; *code says which.
+ */
+static const char *lz4_problem(size_t lz4_code, int *code)
 {
-	const char *n = LZ4F_getErrorName(code);
+	const char *n = LZ4F_getErrorName(lz4_code);
 
+	*code = SCAR_ECORRUPT;
 	if (strstr(n, "blockChecksum"))
 		return "LZ4 block checksum mismatch";
 	if (strstr(n, "contentChecksum"))
@@ -660,7 +665,13 @@ static const char *lz4_problem(size_t code)
 		return "LZ4 frame header checksum mismatch";
 	if (strstr(n, "frameSize"))
 		return "LZ4 frame content size mismatch";
-	return n;
+	if (strstr(n, "decompressionFailed"))
+		return "corrupt LZ4 block";
+	if (strstr(n, "allocation")) {
+		*code = SCAR_ENOMEM;
+		return "out of memory decoding the LZ4 frame";
+	}
+	return "corrupt LZ4 frame";
 }
 
 struct sec_ctx {
@@ -699,9 +710,11 @@ static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_
 
 		cap = o->dst ? (size_t)(o->raw_len - o->produced) : r->scratch_cap;
 		*ret = LZ4F_decompress(r->dctx, out, &cap, src + pos, &in, &opt);
-		if (LZ4F_isError(*ret))
-			return rerr_at(r, err, SCAR_ECORRUPT, at + pos, SECFMT "%s", SECARG(x),
-				       lz4_problem(*ret));
+		if (LZ4F_isError(*ret)) {
+			const char *what = lz4_problem(*ret, &rc);
+
+			return rerr_at(r, err, rc, at + pos, SECFMT "%s", SECARG(x), what);
+		}
 		pos += in;
 		if (cap > o->raw_len - o->produced)
 			return rerr_at(r, err, SCAR_ECORRUPT, at + pos,
