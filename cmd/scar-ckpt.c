@@ -1285,6 +1285,7 @@ out:
 
 /* ---- import ---- */
 
+/* n bytes from fd: 1 all of them, 0 end of file first, -errno a read error. */
 static int read_full(int fd, void *buf, size_t n)
 {
 	unsigned char *p = buf;
@@ -1296,12 +1297,12 @@ static int read_full(int fd, void *buf, size_t n)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
-			return -1;
+			return -errno;
 		if (k == 0)
 			break;
 		got += (size_t)k;
 	}
-	return (int)(got == n);	/* 1 all, 0 short */
+	return (int)(got == n);
 }
 
 /* Everything left on fd, in a buffer that grows with what actually arrives. */
@@ -1533,10 +1534,10 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	if (fsize >= 10) {
 		if (is_reg) {
 			rc = read_full(fd, head, 10);
-			if (rc < 0) {
-				cli_warn("cannot read '%s': %s", path, strerror(errno));
-				goto fail;
-			}
+			if (rc < 0)
+				goto ioerr;
+			if (rc == 0)
+				goto shrank;
 		} else {
 			memcpy(head, rest, 10);
 		}
@@ -1555,7 +1556,11 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 			off = 10;
 		} else if (head[6] == 2 || head[6] == 3) {
 			unsigned char x[2];
-			if (is_reg ? read_full(fd, x, 2) != 1 : rest_len < 12) {
+
+			/* A read error is no truncation: it is reported as what it is. */
+			if (is_reg && (rc = read_full(fd, x, 2)) < 0)
+				goto ioerr;
+			if (is_reg ? rc == 0 : rest_len < 12) {
 				why = "truncated header";
 				goto bad;
 			}
@@ -1572,12 +1577,16 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 			goto bad;
 		}
 		dict = xmalloc(hlen + 1);
-		if (is_reg ? read_full(fd, dict, hlen) != 1 : 0) {
-			why = "truncated header";
-			goto bad;
-		}
-		if (!is_reg)
+		if (is_reg) {
+			if ((rc = read_full(fd, dict, hlen)) < 0)
+				goto ioerr;
+			if (rc == 0) {
+				why = "truncated header";
+				goto bad;
+			}
+		} else {
 			memcpy(dict, rest + off, hlen);
+		}
 		dict[hlen] = 0;
 		off += hlen;
 		if (npy_parse_dict(dict, &ft, &swap, &ndim, shape, &why) < 0)
@@ -1632,13 +1641,10 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	}
 	if (is_reg) {
 		rc = read_full(fd, t->data, bytes);
-		if (rc != 1) {
-			if (rc < 0)
-				cli_warn("cannot read '%s': %s", path, strerror(errno));
-			else
-				cli_warn("'%s': file shrank while reading", path);
-			goto fail;
-		}
+		if (rc < 0)
+			goto ioerr;
+		if (rc == 0)
+			goto shrank;
 	} else {
 		memcpy(t->data, rest + off, bytes);
 	}
@@ -1647,6 +1653,12 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	if (io->dtype && io->dtype != dtype)
 		convert_tensor(&t, io->dtype);
 	goto done;
+ioerr:
+	cli_warn("cannot read '%s': %s", path, strerror(-rc));
+	goto fail;
+shrank:
+	cli_warn("'%s': file shrank while reading", path);
+	goto fail;
 bad:
 	cli_warn("'%s': not a valid .npy file: %s", path, why);
 fail:
