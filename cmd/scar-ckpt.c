@@ -1242,9 +1242,9 @@ static int cmd_export(int argc, char **argv)
 		one.shards = 1;
 		scar_error_clear(&se);
 		fflush(o.f);
-		if (scar_safetensors_write_fd(fileno(o.f), out_path ? out_path : "-", &one, 0, NULL,
-					      &se) < 0) {
-			warn_err(out_path ? out_path : "-", &se);
+		if (scar_safetensors_write_fd(fileno(o.f), cli_is_stdio(out_path) ? "(stdout)" : out_path,
+					      &one, 0, NULL, &se) < 0) {
+			warn_err(cli_is_stdio(out_path) ? "(stdout)" : out_path, &se);
 			out_close(&o, 0);
 			goto out;
 		}

@@ -11,8 +11,16 @@
 
 const char *cli_progname = "scar";
 
+/* Set on the way out after a fatal message: the exit-time check of stdout
+ * then stays quiet, so one failure gives one message. */
+static int dying;
+
 static void check_stdout_at_exit(void)
 {
+	if (dying) {
+		fflush(stdout);
+		return;
+	}
 	cli_flush_stdout();
 }
 
@@ -49,6 +57,7 @@ void cli_die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg(fmt, ap);
 	va_end(ap);
+	dying = 1;
 	exit(EXIT_TROUBLE);
 }
 
@@ -60,6 +69,7 @@ void cli_usage_error(const char *fmt, ...)
 	vmsg(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "try '%s --help'\n", cli_progname);
+	dying = 1;
 	exit(EXIT_TROUBLE);
 }
 
@@ -77,6 +87,7 @@ void cli_warn_error(const struct scar_error *e)
 
 void cli_die_error(const struct scar_error *e)
 {
+	dying = 1;
 	if (e->code == SCAR_EIO && e->errno_value == EPIPE)
 		exit(EXIT_TROUBLE);	/* the reader went away: end quietly */
 	cli_warn_error(e);
@@ -197,10 +208,14 @@ void cli_version(void)
 
 void cli_flush_stdout(void)
 {
+	int e;
+
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return;
-	if (errno == EPIPE)
+	/* errno is the failed write's, unless nothing set it */
+	e = errno ? errno : EIO;
+	if (e == EPIPE)
 		_exit(EXIT_TROUBLE);
-	fprintf(stderr, "%s: error writing standard output: %s\n", cli_progname, strerror(errno));
+	fprintf(stderr, "%s: cannot write '(stdout)': %s\n", cli_progname, strerror(e));
 	_exit(EXIT_TROUBLE);
 }
