@@ -1341,6 +1341,7 @@ static void parse_shape(const char *s, int *ndim, uint64_t *shape)
 	*ndim = 0;
 	if (strcmp(s, "scalar") == 0)
 		return;
+	cli_check_list("--shape", s, ",x");
 	for (tok = strtok_r(buf, ",x", &save); tok; tok = strtok_r(NULL, ",x", &save)) {
 		if (*ndim == SCAR_MAX_DIMS)
 			cli_usage_error("option '--shape': more than %d dimensions", SCAR_MAX_DIMS);

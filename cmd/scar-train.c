@@ -116,8 +116,7 @@ static size_t parse_list(const char *opt, const char *s, uint64_t *v, size_t cap
 
 	if (!copy)
 		cli_die("out of memory");
-	if (!*s)
-		cli_usage_error("option '%s' needs a value", opt);
+	cli_check_list(opt, s, ",");
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == cap)
 			cli_usage_error("option '%s': more than %zu values", opt, cap);

@@ -100,6 +100,23 @@ static void need_value(const char *opt, const char *s)
 		cli_usage_error("option '%s' needs a value", opt);
 }
 
+void cli_check_list(const char *opt, const char *s, const char *seps)
+{
+	size_t n;
+
+	need_value(opt, s);
+	n = strlen(s);
+	/* s[0] and s[n - 1] are not NUL, which strchr would find in seps */
+	if (strchr(seps, s[0]) || strchr(seps, s[n - 1]))
+		goto bad;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (strchr(seps, s[i]) && strchr(seps, s[i + 1]))
+			goto bad;
+	return;
+bad:
+	cli_usage_error("option '%s': '%s' has an empty item", opt, s);
+}
+
 uint64_t cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
 	char *end;
