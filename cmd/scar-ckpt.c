@@ -1863,6 +1863,7 @@ struct item {
 	int partial;
 	size_t order;
 	int from_dir;		/* an entry of a directory operand */
+	struct scar_state *st;	/* already loaded: a stream can be read only once */
 };
 
 static int cmp_item(const void *a, const void *b)
@@ -1874,12 +1875,29 @@ static int cmp_item(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int peek(const char *path, uint64_t *iteration, int *partial)
+static int peek(const char *path, struct item *it)
 {
 	struct scar_ckpt_reader *r;
 	struct scar_error e;
+	struct stat sb;
 
 	scar_error_clear(&e);
+	it->st = NULL;
+	/* A FIFO or device opened again is another stream: load it now, whole. */
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (load_any(path, &it->st, &e) < 0) {
+			warn_err(path, &e);
+			return -1;
+		}
+		it->iteration = it->st->iteration;
+		it->partial = 0;
+		for (size_t k = 0; k < it->st->ntensors; k++)
+			if (it->st->tensors[k]->present &&
+			    scar_tensor_rows_present(it->st->tensors[k]) !=
+			    scar_tensor_rows(it->st->tensors[k]))
+				it->partial = 1;
+		return 0;
+	}
 	if (is_manifest(path)) {
 		struct scar_dist_manifest *m;
 
@@ -1887,8 +1905,8 @@ static int peek(const char *path, uint64_t *iteration, int *partial)
 			warn_err(path, &e);
 			return -1;
 		}
-		*iteration = m->iteration;
-		*partial = m->partial;
+		it->iteration = m->iteration;
+		it->partial = m->partial;
 		scar_dist_manifest_free(m);
 		return 0;
 	}
@@ -1896,8 +1914,8 @@ static int peek(const char *path, uint64_t *iteration, int *partial)
 		warn_err(path, &e);
 		return -1;
 	}
-	*iteration = scar_ckpt_reader_info(r)->iteration;
-	*partial = scar_ckpt_reader_info(r)->partial;
+	it->iteration = scar_ckpt_reader_info(r)->iteration;
+	it->partial = scar_ckpt_reader_info(r)->partial;
 	scar_ckpt_reader_close(r);
 	return 0;
 }
@@ -1961,6 +1979,7 @@ static int cmd_apply(int argc, char **argv)
 				items[n].partial = ents[j].partial;
 				items[n].order = n;
 				items[n].from_dir = 1;
+				items[n].st = NULL;
 				n++;
 			}
 			scar_ckpt_list_free(ents, ne);
@@ -1982,11 +2001,12 @@ static int cmd_apply(int argc, char **argv)
 			cli_die("out of memory");
 		items[n].order = n;
 		items[n].from_dir = 0;
+		items[n].st = NULL;
 		/* stdin can only be read once: its iteration comes when it is loaded. */
 		if (strcmp(argv[i], "-") == 0) {
 			items[n].iteration = 0;
 			items[n].partial = 0;
-		} else if (peek(argv[i], &items[n].iteration, &items[n].partial) < 0) {
+		} else if (peek(argv[i], &items[n]) < 0) {
 			free(items[n].path);
 			goto out;
 		}
@@ -2010,7 +2030,10 @@ static int cmd_apply(int argc, char **argv)
 	items[base_at] = items[--n];
 	moved = 1;
 	scar_error_clear(&e);
-	if (load_any(base_item.path, &base, &e) < 0) {
+	if (base_item.st) {
+		base = base_item.st;
+		base_item.st = NULL;
+	} else if (load_any(base_item.path, &base, &e) < 0) {
 		warn_err(base_item.path, &e);
 		goto out;
 	}
@@ -2036,7 +2059,10 @@ static int cmd_apply(int argc, char **argv)
 			goto out;
 		}
 		scar_error_clear(&e);
-		if (load_any(items[j].path, &over, &e) < 0) {
+		if (items[j].st) {
+			over = items[j].st;
+			items[j].st = NULL;
+		} else if (load_any(items[j].path, &over, &e) < 0) {
 			warn_err(items[j].path, &e);
 			goto out;
 		}
@@ -2052,10 +2078,14 @@ static int cmd_apply(int argc, char **argv)
 	status = save_state(base, out ? out : "-", &so);
 out:
 	scar_state_free(base);
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
 		free(items[j].path);
-	if (moved)
+		scar_state_free(items[j].st);
+	}
+	if (moved) {
 		free(base_item.path);
+		scar_state_free(base_item.st);
+	}
 	free(items);
 	return status;
 }
@@ -2255,7 +2285,7 @@ static int cmd_ls(int argc, char **argv)
 			struct scar_ckpt_reader *r;
 			struct stat sb;
 			char *p;
-			int known = 0;
+			int known = 0, have_sb;
 
 			if (len < 6 || strcmp(de->d_name + len - 5, ".ckpt") != 0)
 				continue;
@@ -2272,9 +2302,13 @@ static int cmd_ls(int argc, char **argv)
 			bad[nbad].path = p;
 			bad[nbad].iteration = 0;
 			bad[nbad].kind = 2;
-			bad[nbad].size = stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+			have_sb = stat(p, &sb) == 0;
+			bad[nbad].size = have_sb ? (uint64_t)sb.st_size : 0;
 			scar_error_clear(&e);
-			if (scar_ckpt_reader_open(&r, p, &e) == 0) {
+			if (have_sb && !S_ISREG(sb.st_mode)) {
+				/* opening a FIFO would wait for a writer */
+				snprintf(e.msg, sizeof(e.msg), "not a regular file");
+			} else if (scar_ckpt_reader_open(&r, p, &e) == 0) {
 				scar_ckpt_reader_close(r);
 				snprintf(e.msg, sizeof(e.msg), "not a readable checkpoint");
 			} else if (!e.msg[0]) {

@@ -230,7 +230,8 @@ paths() {
 	local t
 	for t in "scar-ckpt info V" "scar-ckpt verify V" "scar-ckpt export --tensor w --format json V" \
 		 "scar-ckpt convert V x.ckpt" "scar-inject --noise-l2 1 V x.ckpt" \
-		 "scar-train -n 6 -q --resume V"; do
+		 "scar-train -n 6 -q --resume V" "scar-diff a.ckpt V" "scar-diff V b.ckpt" \
+		 "scar-ckpt apply -o x.ckpt V"; do
 		subst "$t" fifo
 		(cat a.ckpt > fifo &)
 		run timeout 20 "${ARGS[@]}"
@@ -249,9 +250,18 @@ paths() {
 		run timeout 20 "${ARGS[@]}"
 		[ "$status" = 1 ] || [ "$status" = 2 ] || { echo "'$t' on an empty FIFO: exit $status" >&2; return 1; }
 	done
-	# KNOWN BUG: scar-diff is left out: it opens a FIFO operand twice (a peek
-	# in lib/diff.c, then the read), and blocks on the second open once the
-	# writer is gone (exit 124 under timeout), even with a valid checkpoint.
+	# A partial checkpoint through a FIFO onto a base: read once, whole.
+	"$SCAR_ROOT/tools/mkckpt" --bytes 2K --cols 8 --iteration 0 --no-sync base.ckpt
+	scar-ckpt apply -o want.ckpt base.ckpt p.ckpt
+	(cat p.ckpt > fifo &)
+	run -0 timeout 20 scar-ckpt apply -o x.ckpt base.ckpt fifo
+	cmp want.ckpt x.ckpt
+	# A FIFO named *.ckpt in a directory is listed as damaged, not opened.
+	mkdir d
+	cp a.ckpt d/
+	mkfifo d/f.ckpt
+	run -1 --separate-stderr timeout 20 scar-ckpt ls d
+	[ "$stderr" = "scar-ckpt: damaged checkpoint 'd/f.ckpt': not a regular file" ]
 	# An event stream through a FIFO.
 	(cat ev.jsonl > fifo &)
 	run -0 timeout 20 scar-bound fit fifo
