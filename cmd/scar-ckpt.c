@@ -2317,12 +2317,18 @@ static int cmd_ls(int argc, char **argv)
 			bad[nbad].error = strdup(e.msg);
 			if (!e.file[0])
 				snprintf(e.file, sizeof(e.file), "%s", p);
-			cli_warn("damaged checkpoint '%s': %s", p, e.msg);
+			if (e.code == SCAR_EIO) {
+				/* unreadable is not damaged: a system error, exit 2 */
+				warn_err(p, &e);
+				status = EXIT_TROUBLE;
+			} else {
+				cli_warn("damaged checkpoint '%s': %s", p, e.msg);
+			}
 			nbad++;
 		}
 		closedir(d);
 		qsort(bad, nbad, sizeof(*bad), cmp_name);
-		if (nbad)
+		if (nbad && status == 0)
 			status = EXIT_NO;
 	}
 print:

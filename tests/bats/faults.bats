@@ -193,6 +193,17 @@ reader_faults() {
 	done
 }
 
+@test "scar-ckpt ls: an unreadable checkpoint is an I/O error (exit 2), a damaged one exit 1" {
+	mkdir d
+	cp in.ckpt in2.ckpt d/
+	run -2 --separate-stderr faulty 'read:EIO:*' in2.ckpt scar-ckpt ls d
+	[ "$stderr" = "scar-ckpt: cannot read 'd/in2.ckpt': Input/output error" ]
+	[ "${#lines[@]}" = 2 ]
+	printf 'garbage\n' > d/bad.ckpt
+	run -1 --separate-stderr scar-ckpt ls d
+	[ "$stderr" = "scar-ckpt: damaged checkpoint 'd/bad.ckpt': not a scar checkpoint (bad magic)" ]
+}
+
 # npy_v2: a .npy of format version 2.0 (a 4-byte header length) holding [1.0, 2.0].
 npy_v2() {
 	local d="{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }"
