@@ -1242,9 +1242,9 @@ static int cmd_export(int argc, char **argv)
 		one.shards = 1;
 		scar_error_clear(&se);
 		fflush(o.f);
-		if (scar_safetensors_write_fd(fileno(o.f), out_path ? out_path : "-", &one, 0, NULL,
-					      &se) < 0) {
-			warn_err(out_path ? out_path : "-", &se);
+		if (scar_safetensors_write_fd(fileno(o.f), cli_is_stdio(out_path) ? "(stdout)" : out_path,
+					      &one, 0, NULL, &se) < 0) {
+			warn_err(cli_is_stdio(out_path) ? "(stdout)" : out_path, &se);
 			out_close(&o, 0);
 			goto out;
 		}
@@ -1285,6 +1285,7 @@ out:
 
 /* ---- import ---- */
 
+/* n bytes from fd: 1 all of them, 0 end of file first, -errno a read error. */
 static int read_full(int fd, void *buf, size_t n)
 {
 	unsigned char *p = buf;
@@ -1296,12 +1297,12 @@ static int read_full(int fd, void *buf, size_t n)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
-			return -1;
+			return -errno;
 		if (k == 0)
 			break;
 		got += (size_t)k;
 	}
-	return (int)(got == n);	/* 1 all, 0 short */
+	return (int)(got == n);
 }
 
 /* Everything left on fd, in a buffer that grows with what actually arrives. */
@@ -1340,6 +1341,7 @@ static void parse_shape(const char *s, int *ndim, uint64_t *shape)
 	*ndim = 0;
 	if (strcmp(s, "scalar") == 0)
 		return;
+	cli_check_list("--shape", s, ",x");
 	for (tok = strtok_r(buf, ",x", &save); tok; tok = strtok_r(NULL, ",x", &save)) {
 		if (*ndim == SCAR_MAX_DIMS)
 			cli_usage_error("option '--shape': more than %d dimensions", SCAR_MAX_DIMS);
@@ -1533,10 +1535,10 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	if (fsize >= 10) {
 		if (is_reg) {
 			rc = read_full(fd, head, 10);
-			if (rc < 0) {
-				cli_warn("cannot read '%s': %s", path, strerror(errno));
-				goto fail;
-			}
+			if (rc < 0)
+				goto ioerr;
+			if (rc == 0)
+				goto shrank;
 		} else {
 			memcpy(head, rest, 10);
 		}
@@ -1555,7 +1557,11 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 			off = 10;
 		} else if (head[6] == 2 || head[6] == 3) {
 			unsigned char x[2];
-			if (is_reg ? read_full(fd, x, 2) != 1 : rest_len < 12) {
+
+			/* A read error is no truncation: it is reported as what it is. */
+			if (is_reg && (rc = read_full(fd, x, 2)) < 0)
+				goto ioerr;
+			if (is_reg ? rc == 0 : rest_len < 12) {
 				why = "truncated header";
 				goto bad;
 			}
@@ -1572,12 +1578,16 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 			goto bad;
 		}
 		dict = xmalloc(hlen + 1);
-		if (is_reg ? read_full(fd, dict, hlen) != 1 : 0) {
-			why = "truncated header";
-			goto bad;
-		}
-		if (!is_reg)
+		if (is_reg) {
+			if ((rc = read_full(fd, dict, hlen)) < 0)
+				goto ioerr;
+			if (rc == 0) {
+				why = "truncated header";
+				goto bad;
+			}
+		} else {
 			memcpy(dict, rest + off, hlen);
+		}
 		dict[hlen] = 0;
 		off += hlen;
 		if (npy_parse_dict(dict, &ft, &swap, &ndim, shape, &why) < 0)
@@ -1632,13 +1642,10 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	}
 	if (is_reg) {
 		rc = read_full(fd, t->data, bytes);
-		if (rc != 1) {
-			if (rc < 0)
-				cli_warn("cannot read '%s': %s", path, strerror(errno));
-			else
-				cli_warn("'%s': file shrank while reading", path);
-			goto fail;
-		}
+		if (rc < 0)
+			goto ioerr;
+		if (rc == 0)
+			goto shrank;
 	} else {
 		memcpy(t->data, rest + off, bytes);
 	}
@@ -1647,6 +1654,12 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	if (io->dtype && io->dtype != dtype)
 		convert_tensor(&t, io->dtype);
 	goto done;
+ioerr:
+	cli_warn("cannot read '%s': %s", path, strerror(-rc));
+	goto fail;
+shrank:
+	cli_warn("'%s': file shrank while reading", path);
+	goto fail;
 bad:
 	cli_warn("'%s': not a valid .npy file: %s", path, why);
 fail:
@@ -1850,6 +1863,7 @@ struct item {
 	int partial;
 	size_t order;
 	int from_dir;		/* an entry of a directory operand */
+	struct scar_state *st;	/* already loaded: a stream can be read only once */
 };
 
 static int cmp_item(const void *a, const void *b)
@@ -1861,12 +1875,29 @@ static int cmp_item(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int peek(const char *path, uint64_t *iteration, int *partial)
+static int peek(const char *path, struct item *it)
 {
 	struct scar_ckpt_reader *r;
 	struct scar_error e;
+	struct stat sb;
 
 	scar_error_clear(&e);
+	it->st = NULL;
+	/* A FIFO or device opened again is another stream: load it now, whole. */
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (load_any(path, &it->st, &e) < 0) {
+			warn_err(path, &e);
+			return -1;
+		}
+		it->iteration = it->st->iteration;
+		it->partial = 0;
+		for (size_t k = 0; k < it->st->ntensors; k++)
+			if (it->st->tensors[k]->present &&
+			    scar_tensor_rows_present(it->st->tensors[k]) !=
+			    scar_tensor_rows(it->st->tensors[k]))
+				it->partial = 1;
+		return 0;
+	}
 	if (is_manifest(path)) {
 		struct scar_dist_manifest *m;
 
@@ -1874,8 +1905,8 @@ static int peek(const char *path, uint64_t *iteration, int *partial)
 			warn_err(path, &e);
 			return -1;
 		}
-		*iteration = m->iteration;
-		*partial = m->partial;
+		it->iteration = m->iteration;
+		it->partial = m->partial;
 		scar_dist_manifest_free(m);
 		return 0;
 	}
@@ -1883,8 +1914,8 @@ static int peek(const char *path, uint64_t *iteration, int *partial)
 		warn_err(path, &e);
 		return -1;
 	}
-	*iteration = scar_ckpt_reader_info(r)->iteration;
-	*partial = scar_ckpt_reader_info(r)->partial;
+	it->iteration = scar_ckpt_reader_info(r)->iteration;
+	it->partial = scar_ckpt_reader_info(r)->partial;
 	scar_ckpt_reader_close(r);
 	return 0;
 }
@@ -1948,6 +1979,7 @@ static int cmd_apply(int argc, char **argv)
 				items[n].partial = ents[j].partial;
 				items[n].order = n;
 				items[n].from_dir = 1;
+				items[n].st = NULL;
 				n++;
 			}
 			scar_ckpt_list_free(ents, ne);
@@ -1969,11 +2001,12 @@ static int cmd_apply(int argc, char **argv)
 			cli_die("out of memory");
 		items[n].order = n;
 		items[n].from_dir = 0;
+		items[n].st = NULL;
 		/* stdin can only be read once: its iteration comes when it is loaded. */
 		if (strcmp(argv[i], "-") == 0) {
 			items[n].iteration = 0;
 			items[n].partial = 0;
-		} else if (peek(argv[i], &items[n].iteration, &items[n].partial) < 0) {
+		} else if (peek(argv[i], &items[n]) < 0) {
 			free(items[n].path);
 			goto out;
 		}
@@ -1997,7 +2030,10 @@ static int cmd_apply(int argc, char **argv)
 	items[base_at] = items[--n];
 	moved = 1;
 	scar_error_clear(&e);
-	if (load_any(base_item.path, &base, &e) < 0) {
+	if (base_item.st) {
+		base = base_item.st;
+		base_item.st = NULL;
+	} else if (load_any(base_item.path, &base, &e) < 0) {
 		warn_err(base_item.path, &e);
 		goto out;
 	}
@@ -2023,7 +2059,10 @@ static int cmd_apply(int argc, char **argv)
 			goto out;
 		}
 		scar_error_clear(&e);
-		if (load_any(items[j].path, &over, &e) < 0) {
+		if (items[j].st) {
+			over = items[j].st;
+			items[j].st = NULL;
+		} else if (load_any(items[j].path, &over, &e) < 0) {
 			warn_err(items[j].path, &e);
 			goto out;
 		}
@@ -2039,10 +2078,14 @@ static int cmd_apply(int argc, char **argv)
 	status = save_state(base, out ? out : "-", &so);
 out:
 	scar_state_free(base);
-	for (j = 0; j < n; j++)
+	for (j = 0; j < n; j++) {
 		free(items[j].path);
-	if (moved)
+		scar_state_free(items[j].st);
+	}
+	if (moved) {
 		free(base_item.path);
+		scar_state_free(base_item.st);
+	}
 	free(items);
 	return status;
 }
@@ -2242,7 +2285,7 @@ static int cmd_ls(int argc, char **argv)
 			struct scar_ckpt_reader *r;
 			struct stat sb;
 			char *p;
-			int known = 0;
+			int known = 0, have_sb;
 
 			if (len < 6 || strcmp(de->d_name + len - 5, ".ckpt") != 0)
 				continue;
@@ -2259,9 +2302,13 @@ static int cmd_ls(int argc, char **argv)
 			bad[nbad].path = p;
 			bad[nbad].iteration = 0;
 			bad[nbad].kind = 2;
-			bad[nbad].size = stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+			have_sb = stat(p, &sb) == 0;
+			bad[nbad].size = have_sb ? (uint64_t)sb.st_size : 0;
 			scar_error_clear(&e);
-			if (scar_ckpt_reader_open(&r, p, &e) == 0) {
+			if (have_sb && !S_ISREG(sb.st_mode)) {
+				/* opening a FIFO would wait for a writer */
+				snprintf(e.msg, sizeof(e.msg), "not a regular file");
+			} else if (scar_ckpt_reader_open(&r, p, &e) == 0) {
 				scar_ckpt_reader_close(r);
 				snprintf(e.msg, sizeof(e.msg), "not a readable checkpoint");
 			} else if (!e.msg[0]) {
@@ -2270,12 +2317,18 @@ static int cmd_ls(int argc, char **argv)
 			bad[nbad].error = strdup(e.msg);
 			if (!e.file[0])
 				snprintf(e.file, sizeof(e.file), "%s", p);
-			cli_warn("damaged checkpoint '%s': %s", p, e.msg);
+			if (e.code == SCAR_EIO) {
+				/* unreadable is not damaged: a system error, exit 2 */
+				warn_err(p, &e);
+				status = EXIT_TROUBLE;
+			} else {
+				cli_warn("damaged checkpoint '%s': %s", p, e.msg);
+			}
 			nbad++;
 		}
 		closedir(d);
 		qsort(bad, nbad, sizeof(*bad), cmp_name);
-		if (nbad)
+		if (nbad && status == 0)
 			status = EXIT_NO;
 	}
 print:

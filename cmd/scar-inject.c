@@ -151,6 +151,9 @@ static void parse_shards(const char *list, uint32_t S, uint8_t *lost)
 		uint64_t a, b;
 
 		if (dash && dash != tok) {
+			if (!dash[1])
+				cli_usage_error("option '--lose-shards': '%s' is not a shard or a range A-B",
+						tok);
 			*dash = 0;
 			a = cli_parse_u64("--lose-shards", tok, 0, UINT32_MAX);
 			b = cli_parse_u64("--lose-shards", dash + 1, 0, UINT32_MAX);
@@ -279,6 +282,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_LOSE_SHARDS:
 			set_kind(&a, K_LOSE, "--lose-shards");
+			/* now, not after reading the input: a usage error costs no I/O */
+			cli_check_list("--lose-shards", optarg, ",");
 			a.lose_list = optarg;
 			break;
 		case OPT_MIX:

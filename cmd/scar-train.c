@@ -116,8 +116,7 @@ static size_t parse_list(const char *opt, const char *s, uint64_t *v, size_t cap
 
 	if (!copy)
 		cli_die("out of memory");
-	if (!*s)
-		cli_usage_error("option '%s' needs a value", opt);
+	cli_check_list(opt, s, ",");
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == cap)
 			cli_usage_error("option '%s': more than %zu values", opt, cap);
@@ -410,12 +409,17 @@ int main(int argc, char **argv)
 			json_decref(config);
 			return EXIT_NO;
 		}
+		/* The library cannot name the event stream; this is where it is known. */
+		if (rc == SCAR_EIO && !err.file[0] && events && ferror(events) &&
+		    err.errno_value != EPIPE)
+			cli_die("cannot write '%s': %s", events == stdout ? "(stdout)" : events_path,
+				strerror(err.errno_value));
 		cli_die_error(&err);
 	}
 	if (save) {
 		if (cli_is_stdio(save)) {
 			fflush(stdout);
-			rc = scar_ckpt_write_fd(res.final_state, STDOUT_FILENO, "-", NULL, &err);
+			rc = scar_ckpt_write_fd(res.final_state, STDOUT_FILENO, "(stdout)", NULL, &err);
 		} else {
 			rc = scar_ckpt_save(res.final_state, save, NULL, &err);
 		}
@@ -423,7 +427,7 @@ int main(int argc, char **argv)
 			cli_die_error(&err);
 	}
 	if (events && events != stdout && fclose(events) != 0)
-		cli_die("error writing '%s': %s", events_path, strerror(errno));
+		cli_die("cannot write '%s': %s", events_path, strerror(errno));
 	scar_state_free(res.final_state);
 	scar_state_free(resume);
 	json_decref(reference);

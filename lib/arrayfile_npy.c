@@ -84,7 +84,7 @@ int scar_write_atomic(const char *path,
 	mode_t mask;
 
 	if (!path || strcmp(path, "-") == 0)
-		return fn(STDOUT_FILENO, "-", ctx, err);
+		return fn(STDOUT_FILENO, "(stdout)", ctx, err);
 	len = strlen(path);
 	tmp = malloc(len + 16);
 	if (!tmp)

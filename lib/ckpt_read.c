@@ -475,18 +475,26 @@ static int read_head(struct scar_ckpt_reader *r, struct scar_error *err)
 	return rc;
 }
 
-/* On a regular file, peek at the trailer: intact means the file is whole. */
-static void probe_trailer(struct scar_ckpt_reader *r)
+/*
+ * On a regular file, peek at the trailer: intact means the file is whole.
+ * A read error is reported, not taken for "no trailer": that would turn an
+ * unreadable file into a truncated or corrupt one.
+ */
+static int probe_trailer(struct scar_ckpt_reader *r, struct scar_error *err)
 {
 	unsigned char t[CKPT_TRAILER_LEN];
+	int64_t k;
 
 	if (!r->seekable || r->fsize < CKPT_HEADER_LEN + CKPT_META_HDR_LEN + 12 + CKPT_TRAILER_LEN)
-		return;
-	if (scar_ckpt_pread_full(r->fd, t, sizeof(t), r->base + r->fsize - CKPT_TRAILER_LEN) !=
-	    (int64_t)sizeof(t))
-		return;
+		return 0;
+	k = scar_ckpt_pread_full(r->fd, t, sizeof(t), r->base + r->fsize - CKPT_TRAILER_LEN);
+	if (k < 0)
+		return scar_error_set_errno(err, (int)-k, r->name, "cannot read '%s'", r->name);
+	if (k != (int64_t)sizeof(t))
+		return 0;	/* shrank since fstat: the stream reader will say where */
 	r->complete = memcmp(t + 24, CKPT_END_MAGIC, 8) == 0 &&
 		      scar_crc32c(0, t, 20) == ckpt_get32(t + 20) && ckpt_get64(t + 8) == r->fsize;
+	return 0;
 }
 
 int scar_ckpt_reader_open_fd(struct scar_ckpt_reader **out, int fd, const char *name,
@@ -513,8 +521,9 @@ int scar_ckpt_reader_open_fd(struct scar_ckpt_reader **out, int fd, const char *
 			r->fsize = (uint64_t)(sb.st_size - pos);
 		}
 	}
-	probe_trailer(r);
-	rc = read_head(r, err);
+	rc = probe_trailer(r, err);
+	if (!rc)
+		rc = read_head(r, err);
 	if (rc) {
 		scar_ckpt_reader_close(r);
 		return rc;
@@ -639,10 +648,15 @@ static int fill_rows(struct scar_ckpt_reader *r, size_t t, uint32_t s, uint64_t 
 	return n == nrows ? 0 : SCAR_ECORRUPT;
 }
 
-static const char *lz4_problem(size_t code)
+/*
+ * LZ4F's error names (ERROR_frameType_unknown) are for programmers: say
+ * it in words. Only allocation is not damage; *code says which.
+ */
+static const char *lz4_problem(size_t lz4_code, int *code)
 {
-	const char *n = LZ4F_getErrorName(code);
+	const char *n = LZ4F_getErrorName(lz4_code);
 
+	*code = SCAR_ECORRUPT;
 	if (strstr(n, "blockChecksum"))
 		return "LZ4 block checksum mismatch";
 	if (strstr(n, "contentChecksum"))
@@ -651,7 +665,13 @@ static const char *lz4_problem(size_t code)
 		return "LZ4 frame header checksum mismatch";
 	if (strstr(n, "frameSize"))
 		return "LZ4 frame content size mismatch";
-	return n;
+	if (strstr(n, "decompressionFailed"))
+		return "corrupt LZ4 block";
+	if (strstr(n, "allocation")) {
+		*code = SCAR_ENOMEM;
+		return "out of memory decoding the LZ4 frame";
+	}
+	return "corrupt LZ4 frame";
 }
 
 struct sec_ctx {
@@ -690,9 +710,11 @@ static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_
 
 		cap = o->dst ? (size_t)(o->raw_len - o->produced) : r->scratch_cap;
 		*ret = LZ4F_decompress(r->dctx, out, &cap, src + pos, &in, &opt);
-		if (LZ4F_isError(*ret))
-			return rerr_at(r, err, SCAR_ECORRUPT, at + pos, SECFMT "%s", SECARG(x),
-				       lz4_problem(*ret));
+		if (LZ4F_isError(*ret)) {
+			const char *what = lz4_problem(*ret, &rc);
+
+			return rerr_at(r, err, rc, at + pos, SECFMT "%s", SECARG(x), what);
+		}
 		pos += in;
 		if (cap > o->raw_len - o->produced)
 			return rerr_at(r, err, SCAR_ECORRUPT, at + pos,

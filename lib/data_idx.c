@@ -174,6 +174,8 @@ static int idx_finish(struct idx_file *f, struct scar_error *err)
 		int zerr;
 		const char *msg = gzerror(f->gz, &zerr);
 
+		if (zerr == Z_ERRNO)	/* a read error, not bad data */
+			return scar_error_set_errno(err, errno, f->path, "cannot read '%s'", f->path);
 		return scar_error_set_at(err, SCAR_ECORRUPT, f->path, (int64_t)f->off, -1,
 					 "bad gzip data: %s (offset in the uncompressed data)", msg);
 	}

@@ -296,6 +296,7 @@ struct tinfo {
 struct side {
 	enum side_kind kind;
 	const char *path;
+	int fd, own_fd;		/* the one descriptor path was opened as */
 	struct scar_ckpt_reader *rd;
 	int seekable;
 	struct scar_arrayfile *af;
@@ -321,6 +322,9 @@ static void side_release(struct side *s)
 	s->rd = NULL;
 	scar_arrayfile_close(s->af);
 	s->af = NULL;
+	if (s->own_fd)
+		close(s->fd);
+	s->own_fd = 0;
 	scar_state_free(s->own_st);
 	s->own_st = NULL;
 	free(s->wbuf);
@@ -498,18 +502,15 @@ static int load_whole(struct side *s, struct scar_error *err)
 }
 
 /*
- * Look at the first bytes of path without consuming them: pread on a
+ * Look at the first bytes of fd without consuming them: pread on a
  * regular file, tee(2) on a pipe. Returns bytes seen (0 = unknown), or a
  * negative error.
  */
-static int peek(const char *path, unsigned char *buf, size_t cap, struct scar_error *err)
+static int peek(int fd, const char *path, unsigned char *buf, size_t cap, struct scar_error *err)
 {
-	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	ssize_t n = 0;
 
-	if (fd < 0)
-		return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
 	if (fstat(fd, &st) < 0) {
 		n = scar_error_set_errno(err, errno, path, "cannot stat '%s'", path);
 	} else if (S_ISDIR(st.st_mode)) {
@@ -548,19 +549,29 @@ static int peek(const char *path, unsigned char *buf, size_t cap, struct scar_er
 				n = 0;
 		}
 	}
-	if (fd != STDIN_FILENO)
-		close(fd);
 	return (int)n;
 }
 
 static int side_open(struct side *s, const char *path, struct scar_error *err)
 {
 	unsigned char head[16];
-	int n, rc;
+	int n, rc, is_stdin = strcmp(path, "-") == 0;
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
-	n = peek(path, head, sizeof(head), err);
+	/*
+	 * Open once and hand the same descriptor to the reader: a FIFO opened
+	 * a second time is a new stream, empty or waiting for a writer that
+	 * has already gone.
+	 */
+	if (is_stdin) {
+		s->fd = STDIN_FILENO;
+	} else if ((s->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+	} else {
+		s->own_fd = 1;
+	}
+	n = peek(s->fd, path, head, sizeof(head), err);
 	if (n < 0)
 		return n;
 	if (n >= 8 && memcmp(head, SCAR_CKPT_MAGIC, 8) == 0) {
@@ -577,7 +588,7 @@ static int side_open(struct side *s, const char *path, struct scar_error *err)
 	if (s->kind == SIDE_CKPT) {
 		const struct scar_ckpt_section_info *idx;
 
-		rc = scar_ckpt_reader_open(&s->rd, path, err);
+		rc = scar_ckpt_reader_open_fd(&s->rd, s->fd, is_stdin ? "(stdin)" : path, err);
 		if (rc < 0)
 			return rc;
 		rc = scar_ckpt_reader_index(s->rd, &idx, err);
@@ -588,7 +599,7 @@ static int side_open(struct side *s, const char *path, struct scar_error *err)
 		scar_error_clear(err);
 		return side_from_ckpt(s, err);
 	}
-	rc = scar_arrayfile_open(&s->af, path, err);
+	rc = scar_arrayfile_open_fd(&s->af, s->fd, is_stdin ? "-" : path, NULL, 0, err);
 	if (rc < 0)
 		return rc;
 	return side_from_array(s, err);

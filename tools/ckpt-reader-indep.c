@@ -40,9 +40,32 @@ static uint32_t crc32c(const unsigned char *p, size_t n, uint32_t c)
 
 static void rd(void *buf, size_t n)
 {
-	if (n && fread(buf, 1, n, in) != n)
+	if (n && fread(buf, 1, n, in) != n) {
+		if (ferror(in)) {	/* unreadable is not damaged: exit 2, not 1 */
+			perror("ckpt-reader-indep: cannot read");
+			exit(2);
+		}
 		bad("truncated");
+	}
 	pos += n;
+}
+
+/* LZ4F's error names are for programmers; a reader says what is wrong. */
+static const char *lz4_words(size_t r)
+{
+	const char *n = LZ4F_getErrorName(r);
+
+	if (strstr(n, "blockChecksum"))
+		return "LZ4 block checksum mismatch";
+	if (strstr(n, "contentChecksum"))
+		return "LZ4 content checksum mismatch";
+	if (strstr(n, "headerChecksum"))
+		return "LZ4 frame header checksum mismatch";
+	if (strstr(n, "frameSize"))
+		return "LZ4 frame content size mismatch";
+	if (strstr(n, "allocation"))
+		return "out of memory";
+	return "corrupt LZ4 frame";
 }
 
 /* A string member, or "" when missing. */
@@ -125,7 +148,7 @@ static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char
 			bad("out of memory");
 		r = LZ4F_decompress(dc, out, &dn, buf, &sn, NULL);
 		if (LZ4F_isError(r) || r != 0 || dn != raw || sn != stored)
-			bad(LZ4F_isError(r) ? LZ4F_getErrorName(r) : "LZ4 frame size mismatch");
+			bad(LZ4F_isError(r) ? lz4_words(r) : "LZ4 frame size mismatch");
 		LZ4F_freeDecompressionContext(dc);
 	}
 	free(buf);

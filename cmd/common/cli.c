@@ -11,8 +11,16 @@
 
 const char *cli_progname = "scar";
 
+/* Set on the way out after a fatal message: the exit-time check of stdout
+ * then stays quiet, so one failure gives one message. */
+static int dying;
+
 static void check_stdout_at_exit(void)
 {
+	if (dying) {
+		fflush(stdout);
+		return;
+	}
 	cli_flush_stdout();
 }
 
@@ -49,6 +57,7 @@ void cli_die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg(fmt, ap);
 	va_end(ap);
+	dying = 1;
 	exit(EXIT_TROUBLE);
 }
 
@@ -60,6 +69,7 @@ void cli_usage_error(const char *fmt, ...)
 	vmsg(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "try '%s --help'\n", cli_progname);
+	dying = 1;
 	exit(EXIT_TROUBLE);
 }
 
@@ -77,6 +87,7 @@ void cli_warn_error(const struct scar_error *e)
 
 void cli_die_error(const struct scar_error *e)
 {
+	dying = 1;
 	if (e->code == SCAR_EIO && e->errno_value == EPIPE)
 		exit(EXIT_TROUBLE);	/* the reader went away: end quietly */
 	cli_warn_error(e);
@@ -87,6 +98,23 @@ static void need_value(const char *opt, const char *s)
 {
 	if (!s || !*s)
 		cli_usage_error("option '%s' needs a value", opt);
+}
+
+void cli_check_list(const char *opt, const char *s, const char *seps)
+{
+	size_t n;
+
+	need_value(opt, s);
+	n = strlen(s);
+	/* s[0] and s[n - 1] are not NUL, which strchr would find in seps */
+	if (strchr(seps, s[0]) || strchr(seps, s[n - 1]))
+		goto bad;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (strchr(seps, s[i]) && strchr(seps, s[i + 1]))
+			goto bad;
+	return;
+bad:
+	cli_usage_error("option '%s': '%s' has an empty item", opt, s);
 }
 
 uint64_t cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
@@ -197,10 +225,14 @@ void cli_version(void)
 
 void cli_flush_stdout(void)
 {
+	int e;
+
 	if (fflush(stdout) == 0 && !ferror(stdout))
 		return;
-	if (errno == EPIPE)
+	/* errno is the failed write's, unless nothing set it */
+	e = errno ? errno : EIO;
+	if (e == EPIPE)
 		_exit(EXIT_TROUBLE);
-	fprintf(stderr, "%s: error writing standard output: %s\n", cli_progname, strerror(errno));
+	fprintf(stderr, "%s: cannot write '(stdout)': %s\n", cli_progname, strerror(e));
 	_exit(EXIT_TROUBLE);
 }

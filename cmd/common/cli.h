@@ -39,6 +39,12 @@ _Noreturn void cli_die_error(const struct scar_error *e);
 uint64_t cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
 int64_t cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max);
 double cli_parse_double(const char *opt, const char *s, double min, double max);
+/*
+ * A comma-separated list (seps are the separators): usage error naming opt
+ * when it is empty or has an empty item ("1,,2", ",1", "1,"), which
+ * strtok would skip in silence.
+ */
+void cli_check_list(const char *opt, const char *s, const char *seps);
 /* A fraction in (0, 1]; also accepts "a/b". */
 double cli_parse_fraction(const char *opt, const char *s);
 

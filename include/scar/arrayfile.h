@@ -156,7 +156,8 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
  * Write a file atomically: fn(fd, name, ctx, err) writes the contents to a
  * temporary file next to path, which is then fsync'ed and renamed over path,
  * and the directory fsync'ed. On failure path is untouched and the
- * temporary file removed. path "-" calls fn on stdout directly.
+ * temporary file removed. path "-" calls fn on stdout directly, named
+ * "(stdout)".
  */
 int scar_write_atomic(const char *path,
 		      int (*fn)(int fd, const char *name, void *ctx, struct scar_error *err),

@@ -158,7 +158,8 @@ struct scar_diff_result {
 };
 
 /*
- * Compare two snapshot files ("-" = stdin, for one of them). Checkpoints
+ * Compare two snapshot files ("-" = stdin, for one of them). Each file is
+ * opened once, so a FIFO is read as the stream it is. Checkpoints
  * are read a section at a time: a seekable one by random access to the
  * section that matches the other side's, so memory stays at two sections
  * plus buffers of a few MiB; .npy and safetensors are read in 1 MiB

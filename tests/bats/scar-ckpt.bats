@@ -598,5 +598,8 @@ PY
 		scar-ckpt export --tensor rng "$f.ckpt" | od -An -v -tu8 -w8 | tr -d ' ' > got.txt
 		diff want.txt got.txt
 	done
+	# Damage is named in words, not by LZ4's error names.
+	run -1 --separate-stderr "$indep" "$FIXTURES/ckpt/bitflip-payload.ckpt"
+	[[ $stderr == "ckpt-reader-indep: offset "*": LZ4 block checksum mismatch" ]]
 	[ "$(grep -c '^w ' indep.txt)" -eq 37 ]
 }

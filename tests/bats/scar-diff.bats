@@ -114,6 +114,30 @@ close() {
 	[[ $output == *"'-' is not a checkpoint, .npy or safetensors file"* ]]
 }
 
+@test "scar-diff: a FIFO operand is opened once and read as a stream" {
+	need_jq
+	two
+	scar-ckpt export --tensor w -o a.npy a.ckpt
+	want=$(scar-diff --json a.ckpt b.ckpt | jq .l2)
+	mkfifo fifo
+	# Each writer writes its file in one write(2) and exits: a second open
+	# of the FIFO would find no writer and wait (124 after the timeout).
+	[ "$(stat -c %s b.ckpt)" -lt 65536 ]
+	(cat b.ckpt > fifo &)
+	run -1 --separate-stderr timeout 20 scar-diff --json a.ckpt fifo
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	[ "$(jq -r .b.path <<<"$output")" = fifo ]
+	(cat a.ckpt > fifo &)
+	run -1 --separate-stderr timeout 20 scar-diff --json fifo b.ckpt
+	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	(cat a.npy > fifo &)
+	run -0 --separate-stderr timeout 20 scar-diff --json a.npy fifo
+	[ "$(jq -r .b.kind <<<"$output")" = npy ]
+	(printf 'not a snapshot\n' > fifo &)
+	run -2 --separate-stderr timeout 20 scar-diff a.ckpt fifo
+	[ "$stderr" = "scar-diff: 'fifo' is not a checkpoint, .npy or safetensors file" ]
+}
+
 @test "scar-diff: different shard counts are compared row by row" {
 	need_jq
 	two

@@ -141,6 +141,12 @@ inject() {
 	run -2 scar-inject --lose-shards 9 in.ckpt out.ckpt
 	[[ $output == *"shard 9 does not exist (the checkpoint has 8 shards)"* ]]
 	run -2 scar-inject --lose-shards 3-1 in.ckpt out.ckpt
+	# An empty list loses no shard: refused, not taken as a no-op.
+	run -2 --separate-stderr scar-inject --lose-shards '' in.ckpt out.ckpt
+	[ "$stderr" = "scar-inject: option '--lose-shards' needs a value"$'\n'"try 'scar-inject --help'" ]
+	run -2 --separate-stderr scar-inject --lose-shards 1,,2 in.ckpt out.ckpt
+	[ "${stderr_lines[0]}" = "scar-inject: option '--lose-shards': '1,,2' has an empty item" ]
+	[ ! -e out.ckpt ]
 	run -2 scar-inject --lose-count 9 in.ckpt out.ckpt
 	run -2 scar-inject --rows 5:2 --noise-l2 1 in.ckpt out.ckpt
 	[[ $output == *"empty range"* ]]

@@ -363,6 +363,40 @@ static void test_smudges(const unsigned char *orig, size_t n)
 	free(b);
 }
 
+/*
+ * A compressed block that LZ4 cannot decode, under a valid block checksum:
+ * the error must be in words and name the section, never LZ4F's own error
+ * name (ERROR_decompressionFailed), on every path that decodes.
+ */
+static void test_lz4_undecodable(const unsigned char *orig, size_t n)
+{
+	unsigned char *b = malloc(n), *blk;
+	struct layout l = layout_of(orig, n);
+	struct scar_error e;
+	uint32_t size;
+	int rc;
+
+	memcpy(b, orig, n);
+	blk = b + l.first_section + CKPT_SEC_HDR_LEN + 15;
+	size = ckpt_get32(blk) & 0x7FFFFFFFu;
+	/* token 0xFF: a literal run longer than the block, which LZ4 refuses */
+	ckpt_put32(blk, size);
+	memset(blk + 4, 0xFF, size);
+	ckpt_put32(blk + 4 + size, scar_ckpt_xxh32(blk + 4, size, 0));
+	put(path, b, n);
+	rc = scar_ckpt_verify(path, &e);
+	CHECK(rc == SCAR_ECORRUPT);
+	CHECK(strstr(e.msg, "section 0 (tensor 'w', shard 0): corrupt LZ4 block") == e.msg);
+	CHECK(strstr(e.msg, "ERROR_") == NULL);
+	if (rc != SCAR_ECORRUPT || strstr(e.msg, "ERROR_"))
+		fprintf(stderr, "undecodable LZ4 block: %d: %s\n", rc, e.msg);
+	CHECK(load_file(&e) == SCAR_ECORRUPT);
+	CHECK(strstr(e.msg, "ERROR_") == NULL && strstr(e.msg, "section 0") != NULL);
+	CHECK(load_pipe(b, n, &e) == SCAR_ECORRUPT);
+	CHECK(strstr(e.msg, "ERROR_") == NULL && strstr(e.msg, "section 0") != NULL);
+	free(b);
+}
+
 /* The golden files and what each must give; checked when they are present. */
 static const struct {
 	const char *name;
@@ -464,8 +498,10 @@ int main(int argc, char **argv)
 			test_truncation(img, n);
 			test_bitflips(img, n);
 			test_crafted(img, n);
-			if (comp)
+			if (comp) {
 				test_huge_shape(img, n);
+				test_lz4_undecodable(img, n);
+			}
 			test_smudges(img, n);
 			free(img);
 		}
