@@ -18,6 +18,7 @@
 #include "scar/bound.h"
 #include "scar/events.h"
 #include "cli.h"
+#include "subcmd.h"
 
 enum {
 	OPT_BUDGET = 256, OPT_C, OPT_D, OPT_DELTA, OPT_EPS, OPT_FAILURE_RATE, OPT_FLOOR,
@@ -69,28 +70,13 @@ static const struct option plan_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const struct option main_opts[] = {
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
-
-struct command {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const struct option *opts;
-	const char *synopsis;	/* after "scar-bound NAME" */
-	const char *summary;
-	const char *options;
-};
-
 static int cmd_check(int argc, char **argv);
 static int cmd_evaluate(int argc, char **argv);
 static int cmd_fit(int argc, char **argv);
 static int cmd_plan(int argc, char **argv);
 
-static const struct command commands[] = {
-	{ "check", cmd_check, check_opts,
+static const struct cli_command commands[] = {
+	{ "check", cmd_check,
 	  "[--delta X@T]... [--eps E] [--floor F] [--help] [--json]\n"
 	  "                        [--metric objective|dist_opt] [--skip N] [--target F]\n"
 	  "                        [--window W] REFERENCE PERTURBED",
@@ -106,7 +92,7 @@ static const struct command commands[] = {
 	  "  --window W      smooth objectives over W iterations (default 1)\n"
 	  "c and D are those `scar-bound fit REFERENCE` reports; the perturbations are\n"
 	  "PERTURBED's recovery records. One of the streams may be '-' (stdin).\n" },
-	{ "evaluate", cmd_evaluate, evaluate_opts,
+	{ "evaluate", cmd_evaluate,
 	  "--c C --D D [--delta X[@T]]... [--eps E] [--help] [--json] [--T T]",
 	  "The bound for contraction C, distance D and perturbations of norm X after clock T.",
 	  "  --c C           contraction rate, in (0, 1)\n"
@@ -118,7 +104,7 @@ static const struct command commands[] = {
 	  "  --T T           clock of the perturbations without @T\n"
 	  "Without --delta, reads scar-diff's JSON on stdin: its \"l2\" is the norm and\n"
 	  "its \"iteration_a\" the clock, unless --T is given.\n" },
-	{ "fit", cmd_fit, fit_opts,
+	{ "fit", cmd_fit,
 	  "[--floor F] [--help] [--json] [--skip N] [STREAM | -]",
 	  "Estimate c and D from a scar-train event stream, with goodness of fit and a 95% interval.",
 	  "  --floor F       noise floor relative to the largest step (default 1e-06)\n"
@@ -128,7 +114,7 @@ static const struct command commands[] = {
 	  "Only iteration records before the first failure are used. The header's exact\n"
 	  "contraction (ridge) is used for c when present, and dist_opt at iteration 0\n"
 	  "for D; the fit is reported beside them.\n" },
-	{ "plan", cmd_plan, plan_opts,
+	{ "plan", cmd_plan,
 	  "--budget B --c C [--D D] --failure-rate P [--help] [--iters N] [--json]\n"
 	  "                       [--lost-fraction F] [--step S]",
 	  "The checkpoint interval and partial fraction minimising the expected bound on rework.",
@@ -143,60 +129,6 @@ static const struct command commands[] = {
 	  "  --lost-fraction F  fraction of rows a failure loses (default 1)\n"
 	  "  --step S        first step ||x(1) - x(0)|| (default (1 - c) D, as fit bounds D)\n" },
 };
-#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-static const struct command *current;
-
-static void command_help(const struct command *c)
-{
-	printf("usage: %s %s %s\n\n%s\n\n%s", cli_progname, c->name, c->synopsis, c->summary,
-	       c->options);
-	exit(0);
-}
-
-static void main_help(FILE *f)
-{
-	fprintf(f, "usage: %s COMMAND [OPTION...] [OPERAND...]\n"
-		"       %s help COMMAND\n"
-		"       %s --help | --version\n\n"
-		"The iteration-cost bound of SCAR: evaluate it, fit c and D, check and plan.\n\n"
-		"commands:\n", cli_progname, cli_progname, cli_progname);
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n  --help          show this help and exit\n"
-		"  --version       show the version and exit\n\n"
-		"See '%s help COMMAND' and scar-bound(1).\n", cli_progname);
-}
-
-static const struct command *find_command(const char *name)
-{
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (strcmp(commands[i].name, name) == 0)
-			return &commands[i];
-	return NULL;
-}
-
-/* getopt_long with the toolkit's messages; -1 at the end of the options */
-static int next_opt(int argc, char **argv)
-{
-	int c = getopt_long(argc, argv, ":h", current->opts, NULL);
-	const char *arg = argv[optind - 1];
-
-	if (c == '?') {
-		if (strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
-			cli_usage_error("option '%.*s' takes no value",
-					(int)(strchr(arg, '=') - arg), arg);
-		if (strncmp(arg, "--", 2) == 0 || !optopt)
-			cli_usage_error("unknown option '%s'", arg);
-		cli_usage_error("unknown option '-%c'", optopt);
-	}
-	if (c == ':')
-		cli_usage_error("option '%s' needs a value", arg);
-	if (c == 'h')
-		command_help(current);
-	return c;
-}
-
 /* ---- output ---- */
 
 static void json_put(json_t *o, const char *k, json_t *v)
@@ -386,7 +318,7 @@ static int cmd_evaluate(int argc, char **argv)
 	struct scar_bound_eval e;
 	struct scar_error err;
 
-	while ((opt = next_opt(argc, argv)) != -1) {
+	while ((opt = cli_command_getopt(argc, argv, ":h", evaluate_opts)) != -1) {
 		switch (opt) {
 		case OPT_C: c = cli_parse_double("--c", optarg, 0, 1); break;
 		case OPT_D: D = cli_parse_double("--D", optarg, 0, 1e300); break;
@@ -534,7 +466,7 @@ static int cmd_fit(int argc, char **argv)
 	int json = 0, opt;
 
 	scar_bound_fit_opts_init(&fo);
-	while ((opt = next_opt(argc, argv)) != -1) {
+	while ((opt = cli_command_getopt(argc, argv, ":h", fit_opts)) != -1) {
 		if (opt == OPT_JSON)
 			json = 1;
 		else
@@ -568,7 +500,7 @@ static int cmd_check(int argc, char **argv)
 	const char *rp, *pp;
 
 	scar_bound_check_opts_init(&co);
-	while ((opt = next_opt(argc, argv)) != -1) {
+	while ((opt = cli_command_getopt(argc, argv, ":h", check_opts)) != -1) {
 		switch (opt) {
 		case OPT_DELTA: {
 			struct scar_bound_pert p = parse_delta(optarg);
@@ -723,7 +655,7 @@ static int cmd_plan(int argc, char **argv)
 	char flags[160];
 	const struct scar_bound_plan_point *b;
 
-	while ((opt = next_opt(argc, argv)) != -1) {
+	while ((opt = cli_command_getopt(argc, argv, ":h", plan_opts)) != -1) {
 		switch (opt) {
 		case OPT_BUDGET: po.budget = cli_parse_fraction("--budget", optarg); break;
 		case OPT_C: po.c = cli_parse_double("--c", optarg, 0, 1); break;
@@ -807,43 +739,11 @@ static int cmd_plan(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const struct command *cmd;
-	int c;
+	static const struct cli_command_set set = {
+		commands, sizeof(commands) / sizeof(commands[0]),
+		"The iteration-cost bound of SCAR: evaluate it, fit c and D, check and plan.\n",
+	};
 
 	cli_init("scar-bound");
-	opterr = 0;
-	if (argc < 2) {
-		main_help(stderr);
-		return EXIT_TROUBLE;
-	}
-	if (argv[1][0] == '-') {
-		while ((c = getopt_long(argc, argv, "+:hV", main_opts, NULL)) != -1) {
-			if (c == 'h') {
-				main_help(stdout);
-				return 0;
-			}
-			if (c == 'V')
-				cli_version();
-			if (strncmp(argv[optind - 1], "--", 2) == 0 || !optopt)
-				cli_usage_error("unknown option '%s'", argv[optind - 1]);
-			cli_usage_error("unknown option '-%c'", optopt);
-		}
-		if (optind >= argc)
-			cli_usage_error("missing command");
-		cli_usage_error("options go after the command: '%s'", argv[optind]);
-	}
-	if (strcmp(argv[1], "help") == 0) {
-		if (argc == 2) {
-			main_help(stdout);
-			return 0;
-		}
-		if (argc > 3 || !(cmd = find_command(argv[2])))
-			cli_usage_error("unknown command '%s'", argv[2]);
-		command_help(cmd);
-	}
-	cmd = find_command(argv[1]);
-	if (!cmd)
-		cli_usage_error("unknown command '%s'", argv[1]);
-	current = cmd;
-	return cmd->run(argc - 1, argv + 1);
+	return cli_command_main(&set, argc, argv);
 }

@@ -25,6 +25,7 @@
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "cli.h"
+#include "subcmd.h"
 
 #ifndef MAP_POPULATE
 #define MAP_POPULATE 0
@@ -98,21 +99,7 @@ static const struct option ls_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const struct option main_opts[] = {
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
-
 /* ---- commands and their help ---- */
-
-struct command {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *synopsis;	/* after "scar-ckpt NAME" */
-	const char *summary;
-	const char *options;
-};
 
 static int cmd_apply(int argc, char **argv);
 static int cmd_convert(int argc, char **argv);
@@ -122,7 +109,7 @@ static int cmd_info(int argc, char **argv);
 static int cmd_ls(int argc, char **argv);
 static int cmd_verify(int argc, char **argv);
 
-static const struct command commands[] = {
+static const struct cli_command commands[] = {
 	{ "apply", cmd_apply,
 	  "[--help] [--no-sync] [-o OUT] BASE [PARTIAL...]",
 	  "Apply partial checkpoints, oldest first, onto a full base: the saved view.",
@@ -185,71 +172,6 @@ static const struct command commands[] = {
 	  "  --help          show this help and exit\n"
 	  "  -q, --quiet     say nothing about intact files\n" },
 };
-#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-static const struct command *current;
-
-static void command_usage(FILE *f, const struct command *c)
-{
-	fprintf(f, "usage: %s %s %s\n", cli_progname, c->name, c->synopsis);
-}
-
-static void command_help(const struct command *c)
-{
-	command_usage(stdout, c);
-	printf("\n%s\n\n%s", c->summary, c->options);
-	exit(0);
-}
-
-static void main_help(FILE *f)
-{
-	size_t i;
-
-	fprintf(f, "usage: %s COMMAND [OPTION...] [OPERAND...]\n"
-		"       %s help COMMAND\n"
-		"       %s --help | --version\n\n"
-		"Inspect, verify, convert, merge and extract scar checkpoints.\n"
-		"'-' or a missing operand is stdin or stdout.\n\ncommands:\n",
-		cli_progname, cli_progname, cli_progname);
-	for (i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n  --help          show this help and exit\n"
-		"  --version       show the version and exit\n\n"
-		"See '%s help COMMAND' and scar-ckpt(1).\n", cli_progname);
-}
-
-static const struct command *find_command(const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < NCOMMANDS; i++)
-		if (strcmp(commands[i].name, name) == 0)
-			return &commands[i];
-	return NULL;
-}
-
-/* getopt_long with our messages; returns -1 at the end of the options. */
-static int next_opt(int argc, char **argv, const char *shortopts,
-		    const struct option *lo)
-{
-	int c = getopt_long(argc, argv, shortopts, lo, NULL);
-	const char *arg = argv[optind - 1];
-
-	if (c == '?') {
-		if (strncmp(arg, "--", 2) == 0 && strchr(arg, '='))
-			cli_usage_error("option '%.*s' takes no value",
-					(int)(strchr(arg, '=') - arg), arg);
-		if (strncmp(arg, "--", 2) == 0 || !optopt)
-			cli_usage_error("unknown option '%s'", arg);
-		cli_usage_error("unknown option '-%c'", optopt);
-	}
-	if (c == ':')
-		cli_usage_error("option '%s' needs a value", arg);
-	if (c == 'h')
-		command_help(current);
-	return c;
-}
-
 /* ---- small helpers ---- */
 
 static int is_damage(int code)
@@ -805,7 +727,7 @@ static int cmd_info(int argc, char **argv)
 	int json = 0, c, rc, status = 0, seekable;
 	struct stat sb;
 
-	while ((c = next_opt(argc, argv, ":h", info_opts)) != -1)
+	while ((c = cli_command_getopt(argc, argv, ":h", info_opts)) != -1)
 		if (c == OPT_JSON)
 			json = 1;
 	if (argc - optind > 1)
@@ -882,7 +804,7 @@ static int cmd_verify(int argc, char **argv)
 {
 	int quiet = 0, c, status = 0, i;
 
-	while ((c = next_opt(argc, argv, ":hq", verify_opts)) != -1)
+	while ((c = cli_command_getopt(argc, argv, ":hq", verify_opts)) != -1)
 		if (c == 'q')
 			quiet = 1;
 	for (i = optind; i < argc || i == optind; i++) {
@@ -1087,7 +1009,7 @@ static int cmd_export(int argc, char **argv)
 	int c, rc, status = EXIT_TROUBLE, ndim;
 	uint32_t tk = 0, S;
 
-	while ((c = next_opt(argc, argv, ":ho:", export_opts)) != -1) {
+	while ((c = cli_command_getopt(argc, argv, ":ho:", export_opts)) != -1) {
 		switch (c) {
 		case OPT_FORMAT: fmt = parse_format(optarg); break;
 		case 'o': out_path = optarg; break;
@@ -1784,7 +1706,7 @@ static int cmd_import(int argc, char **argv)
 	uint64_t iteration = 0, shards = 1;
 	int c, i, status = EXIT_TROUBLE, sync = 1, nmaps = 0;
 
-	while ((c = next_opt(argc, argv, ":ho:", import_opts)) != -1) {
+	while ((c = cli_command_getopt(argc, argv, ":ho:", import_opts)) != -1) {
 		switch (c) {
 		case OPT_DTYPE: io.dtype = parse_dtype_opt(optarg); break;
 		case OPT_ITERATION: iteration = cli_parse_u64("--iteration", optarg, 0, INT64_MAX); break;
@@ -1930,7 +1852,7 @@ static int cmd_apply(int argc, char **argv)
 	size_t n = 0, cap = 0, j, base_at = (size_t)-1, first_dir_end = 0;
 	int c, i, rc, status = EXIT_TROUBLE, sync = 1, stdin_used = 0, moved = 0;
 
-	while ((c = next_opt(argc, argv, ":ho:", apply_opts)) != -1) {
+	while ((c = cli_command_getopt(argc, argv, ":ho:", apply_opts)) != -1) {
 		if (c == 'o')
 			out = optarg;
 		else if (c == OPT_NO_SYNC)
@@ -2103,7 +2025,7 @@ static int cmd_convert(int argc, char **argv)
 	size_t i;
 	const char *in, *out;
 
-	while ((c = next_opt(argc, argv, ":h", convert_opts)) != -1) {
+	while ((c = cli_command_getopt(argc, argv, ":h", convert_opts)) != -1) {
 		switch (c) {
 		case OPT_COMPRESS: compress = 1; break;
 		case OPT_NO_COMPRESS: compress = 0; break;
@@ -2188,7 +2110,7 @@ static int cmd_ls(int argc, char **argv)
 	char *dirbuf;
 	int json = 0, c, status = 0;
 
-	while ((c = next_opt(argc, argv, ":h", ls_opts)) != -1)
+	while ((c = cli_command_getopt(argc, argv, ":h", ls_opts)) != -1)
 		if (c == OPT_JSON)
 			json = 1;
 	if (optind == argc)
@@ -2383,50 +2305,12 @@ print:
 
 int main(int argc, char **argv)
 {
-	const struct command *cmd;
-	int c;
+	static const struct cli_command_set set = {
+		commands, sizeof(commands) / sizeof(commands[0]),
+		"Inspect, verify, convert, merge and extract scar checkpoints.\n"
+		"'-' or a missing operand is stdin or stdout.\n",
+	};
 
 	cli_init("scar-ckpt");
-	opterr = 0;
-	if (argc < 2) {
-		main_help(stderr);
-		return EXIT_TROUBLE;
-	}
-	if (argv[1][0] == '-') {
-		/* Global options come before the command; stop at the first operand. */
-		while ((c = getopt_long(argc, argv, "+:hV", main_opts, NULL)) != -1) {
-			if (c == 'h') {
-				main_help(stdout);
-				return 0;
-			}
-			if (c == 'V')
-				cli_version();
-			if (c == ':')
-				cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-			if (strncmp(argv[optind - 1], "--", 2) == 0 || !optopt)
-				cli_usage_error("unknown option '%s'", argv[optind - 1]);
-			cli_usage_error("unknown option '-%c'", optopt);
-		}
-		if (optind >= argc)
-			cli_usage_error("missing command");
-		cli_usage_error("options go after the command: '%s'", argv[optind]);
-	}
-	if (strcmp(argv[1], "help") == 0) {
-		if (argc == 2) {
-			main_help(stdout);
-			return 0;
-		}
-		if (argc > 3)
-			cli_usage_error("help takes one COMMAND");
-		cmd = find_command(argv[2]);
-		if (!cmd)
-			cli_usage_error("unknown command '%s'", argv[2]);
-		command_help(cmd);
-	}
-	cmd = find_command(argv[1]);
-	if (!cmd)
-		cli_usage_error("unknown command '%s'", argv[1]);
-	current = cmd;
-	optind = 1;
-	return cmd->run(argc - 1, argv + 1);
+	return cli_command_main(&set, argc, argv);
 }

@@ -10,10 +10,14 @@ load helper
 # Print "SUB NAME" for every long option of cmd/$1.c. SUB is the subcommand
 # whose table holds it ("-" for a single-command tool or the main table):
 # when a file has several tables, a table called X_opts belongs to
-# subcommand X and main_opts to the tool itself.
+# subcommand X and main_opts to the tool itself. A tool made of
+# subcommands takes its main table from cmd/common/subcmd.c.
 long_options_parse() {
-	local src="$SCAR_ROOT/cmd/$1.c"
+	local src="$SCAR_ROOT/cmd/$1.c" common=
 	[ -f "$src" ] || { echo "no source '$src'" >&2; return 1; }
+	if grep -q '#include "subcmd.h"' "$src"; then
+		common=$SCAR_ROOT/cmd/common/subcmd.c
+	fi
 	awk '
 	BEGIN { n = 0; nt = 0 }
 	/struct option [A-Za-z_0-9]+[ \t]*\[\][ \t]*=/ {
@@ -35,7 +39,7 @@ long_options_parse() {
 			}
 			print sub_, name[i]
 		}
-	}' "$src"
+	}' "$src" $common
 }
 
 # Subcommands of a tool: the SUB column, without "-".
@@ -372,4 +376,30 @@ check_completions() {
 	out=$(bash_complete "$c/scar-train" scar-train --seed run)
 	[ -z "$out" ] || { echo "scar-train --seed run<TAB> offers: $out"; bad=1; }
 	[ "$bad" -eq 0 ]
+}
+
+@test "the subcommand tools answer the same mistake the same way" {
+	local t
+	for t in scar-ckpt scar-bound; do
+		run -2 "$t"
+		[[ $output == "usage: $t COMMAND"* ]]
+		run -2 "$t" help a b
+		[ "${lines[0]}" = "$t: help takes one COMMAND" ]
+		run -2 "$t" help nosuch
+		[ "${lines[0]}" = "$t: unknown command 'nosuch'" ]
+		run -2 "$t" nosuch
+		[ "${lines[0]}" = "$t: unknown command 'nosuch'" ]
+		run -2 "$t" --help=3
+		[ "${lines[0]}" = "$t: option '--help' takes no value" ]
+		run -2 "$t" --bogus
+		[ "${lines[0]}" = "$t: unknown option '--bogus'" ]
+		run -2 "$t" -z
+		[ "${lines[0]}" = "$t: unknown option '-z'" ]
+		run -0 "$t" help
+		[[ $output == *"See '$t help COMMAND' and $t(1)."* ]]
+	done
+	run -2 scar-ckpt verify --quiet=1
+	[ "${lines[0]}" = "scar-ckpt: option '--quiet' takes no value" ]
+	run -2 scar-bound evaluate --c
+	[ "${lines[0]}" = "scar-bound: option '--c' needs a value" ]
 }

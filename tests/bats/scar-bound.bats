@@ -264,7 +264,7 @@ perturbed() {
 
 @test "scar-bound: every long option is in --help, the man page and all three completions" {
 	src="$SCAR_ROOT/cmd/scar-bound.c"
-	opts=$(grep -oE '^[[:space:]]*\{ "[a-zA-Z][a-zA-Z-]*", (no|required|optional)_argument' "$src" |
+	opts=$(grep -hoE '^[[:space:]]*\{ "[a-zA-Z][a-zA-Z-]*", (no|required|optional)_argument' "$src" "$SCAR_ROOT/cmd/common/subcmd.c" |
 		sed -E 's/.*"([a-zA-Z-]+)".*/\1/' | sort -u)
 	[ "$(printf '%s\n' "$opts" | wc -l)" -ge 18 ]
 	help=$(scar-bound --help; for c in check evaluate fit plan; do scar-bound "$c" --help; done)

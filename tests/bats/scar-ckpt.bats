@@ -443,7 +443,7 @@ small() {
 
 @test "every long option is in --help, the man page and all three completions" {
 	src="$SCAR_ROOT/cmd/scar-ckpt.c"
-	opts=$(grep -oE '^[[:space:]]*\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$src" |
+	opts=$(grep -hoE '^[[:space:]]*\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$src" "$SCAR_ROOT/cmd/common/subcmd.c" |
 		sed -E 's/.*"([a-z-]+)".*/\1/' | sort -u)
 	[ "$(printf '%s\n' "$opts" | wc -l)" -ge 20 ]
 	help=$(scar-ckpt --help; for c in apply convert export import info ls verify; do scar-ckpt "$c" --help; done)
