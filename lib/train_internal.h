@@ -101,4 +101,69 @@ struct scar_train_cost {
 	double ref_cross;
 };
 
+/* A trainer's entry, also run again as the reference: objs gets the objective by clock. */
+typedef int scar_train_core_fn(const struct scar_train_opts *o, struct scar_train_result *res,
+			       struct scar_error *err, double **objs, size_t *nobjs);
+
+/*
+ * Start c (and clear *res) for a run of o with ops as rank 0 of 1; c->def
+ * is the model o names or resumes (NULL when unknown).
+ */
+void scar_train_ctx_init(struct scar_train_ctx *c, const struct scar_train_opts *o,
+			 const struct scar_train_ops *ops, struct scar_train_result *res,
+			 struct scar_error *err);
+/* Seconds on the monotonic clock. */
+double scar_train_now(void);
+/* Write rec (owned: released here) when this is rank 0 and there is a stream; NULL is SCAR_ENOMEM. */
+int scar_train_emit(struct scar_train_ctx *c, json_t *rec);
+/* Record the clock in s->extra, for an exact resume. */
+int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s);
+/* The options' ranges and the model (def NULL: unknown model). */
+int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_model_def *def,
+			  struct scar_error *err);
+/* The reference objectives of --cost: the given stream's, or those of an unperturbed run of core. */
+int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *core, double **ref,
+			 size_t *nref, struct scar_error *err);
+/* The run's configuration (a new reference): the checkpoint's, or the options' completed by the model. */
+int scar_train_config(const struct scar_train_opts *o, const struct scar_model_def *def,
+		      json_t **config, struct scar_error *err);
+/* A fresh state of config (borrowed) with o->shards shards, initialised by the model c->m. */
+int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_state **out);
+/* c->st, resumed, must have exactly the tensors of fresh: SCAR_EMISMATCH or SCAR_EINVAL else. */
+int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh);
+/* The clock a resumed c->st was saved at (its extra "clock", else its iteration). */
+uint64_t scar_train_resume_clock(const struct scar_state *st);
+/* The cost's target from nref reference objectives (SCAR_EINVAL when fewer than --iters + 1). */
+int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, size_t nref,
+			   struct scar_train_cost *ci);
+/*
+ * Mark in sel (rows bytes) the rows the policy saves this time of param
+ * tensor ti, the ncp-th checkpoint of the policy. The same on every rank.
+ */
+int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp);
+/*
+ * Count a checkpoint of `rows` rows (`bytes` raw, `file_bytes` written,
+ * 0 without files) that took secs, sel_secs of them choosing the rows, in
+ * c->res; its event record, new (NULL: out of memory).
+ */
+json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_t rows,
+				     uint64_t bytes, uint64_t file_bytes, double secs,
+				     double sel_secs);
+/*
+ * The run from the header up to the loop: the header, the saved view
+ * (rebuilt from c->o->ckpt_dir after a resume), the first iteration record
+ * and, when fresh, the first full checkpoint.
+ */
+int scar_train_begin(struct scar_train_ctx *c, json_t *config);
+/*
+ * The loop: steps, iteration records, checkpoints, failures and recovery,
+ * until --iters (with --cost: until the target of ci is reached after the
+ * last failure, or the cap). *done is 0 when the cap cut it short.
+ */
+int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, int *done);
+/* The cost (ci->have) and summary records; c->st becomes c->res->final_state. */
+int scar_train_finish(struct scar_train_ctx *c, const struct scar_train_cost *ci, int done);
+/* Hand the objective series to *objs when rc is 0 and objs is not NULL; free c's states and model. */
+void scar_train_ctx_release(struct scar_train_ctx *c, int rc, double **objs, size_t *nobjs);
+
 #endif
