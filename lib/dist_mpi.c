@@ -17,13 +17,11 @@
  */
 #ifdef SCAR_MPI
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -31,10 +29,8 @@
 #include "scar/ckpt.h"
 #include "scar/data.h"
 #include "scar/dist.h"
-#include "scar/events.h"
 #include "scar/model.h"
 #include "scar/rng.h"
-#include "scar/shard.h"
 #include "scar/train.h"
 #include "model_lda.h"
 #include "model_mf.h"
@@ -108,8 +104,6 @@ struct dt {
 	double *g;			/* d: partial gradient of the local block at w */
 	double sse;			/* local sum of squared residuals at w */
 	int valid;			/* g and sse belong to the current w */
-	void **prev;			/* per tensor: the param tensors before the step */
-	size_t nprev;
 
 	/* mlr: the whole training set on every rank, and the math */
 	int mlr;
@@ -143,12 +137,9 @@ struct dt {
 	uint64_t comm_bytes;		/* bytes this rank sent to other ranks */
 };
 
-static double now(void)
+static struct dt *dt_of(struct scar_train_ctx *c)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (struct dt *)c;
 }
 
 /*
@@ -173,18 +164,6 @@ static int agree(struct dt *t, int rc)
 	return e.code ? e.code : SCAR_EIO;
 }
 
-static int emit(struct dt *t, json_t *rec)
-{
-	int rc = 0;
-
-	if (!rec)
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	if (t->c.R == 0 && t->c.o->events)
-		rc = scar_event_write(t->c.o->events, rec, t->c.err);
-	json_decref(rec);
-	return rc;
-}
-
 static int is_param(const struct scar_tensor *x)
 {
 	return x->role == SCAR_ROLE_PARAM;
@@ -193,24 +172,6 @@ static int is_param(const struct scar_tensor *x)
 static uint32_t owner(const struct dt *t, uint64_t r)
 {
 	return scar_dist_row_owner(r, t->S, t->c.P);
-}
-
-/* One squared distance for both trainers (train_internal.h): any dtype. */
-#define sqdist scar_train_sqdist
-
-static int push_obj(struct dt *t, double v)
-{
-	if (t->c.nobj == t->c.capobj) {
-		size_t ncap = t->c.capobj ? t->c.capobj * 2 : 256;
-		double *p = realloc(t->c.obj, ncap * sizeof(*p));
-
-		if (!p)
-			return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		t->c.obj = p;
-		t->c.capobj = ncap;
-	}
-	t->c.obj[t->c.nobj++] = v;
-	return 0;
 }
 
 /*
@@ -1089,14 +1050,18 @@ static int lda_setup(struct dt *t)
 
 /* ---- the workload behind the trainer ---- */
 
-static int wl_objective(struct dt *t, double *out)
+static int wl_objective(struct scar_train_ctx *c, double *out)
 {
+	struct dt *t = dt_of(c);
+
 	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) :
 		t->lda ? lda_objective(t, out) : ridge_objective(t, out);
 }
 
-static int wl_step(struct dt *t)
+static int wl_step(struct scar_train_ctx *c)
 {
+	struct dt *t = dt_of(c);
+
 	return t->mlr ? mlr_step(t) : t->mf ? mf_step(t) : t->lda ? lda_step(t) : ridge_step(t);
 }
 
@@ -1161,143 +1126,21 @@ static int bcast_state(struct dt *t)
 	return 0;
 }
 
-static int build_fresh(struct dt *t, json_t *config, struct scar_state **out)
-{
-	int rc;
-
-	if ((rc = scar_state_new(out, t->c.def->name, t->c.err)))
-		return rc;
-	json_decref((*out)->config);
-	(*out)->config = json_incref(config);
-	(*out)->shards = t->c.o->shards;
-	return t->c.def->init_state(t->c.m, *out, t->c.err);
-}
-
-/* The resumed state must have exactly the tensors a fresh one would (rank 0 checks). */
-static int check_layout(struct dt *t, json_t *config)
-{
-	struct scar_state *fresh = NULL;
-	int rc = build_fresh(t, config, &fresh);
-
-	if (!rc && fresh->ntensors != t->c.st->ntensors)
-		rc = scar_error_set(t->c.err, SCAR_EMISMATCH,
-				    "checkpoint has %zu tensors, model '%s' expects %zu",
-				    t->c.st->ntensors, t->c.def->name, fresh->ntensors);
-	for (size_t i = 0; !rc && i < fresh->ntensors; i++) {
-		const struct scar_tensor *a = fresh->tensors[i], *b = t->c.st->tensors[i];
-
-		if (strcmp(a->name, b->name) || !scar_tensor_same_layout(a, b) || a->role != b->role)
-			rc = scar_error_set(t->c.err, SCAR_EMISMATCH,
-					    "checkpoint tensor '%s' does not match model '%s' tensor '%s'",
-					    b->name, t->c.def->name, a->name);
-		else if (b->present)
-			rc = scar_error_set(t->c.err, SCAR_EINVAL,
-					    "cannot resume from a partial checkpoint (tensor '%s' lacks rows); apply it over a full one first",
-					    b->name);
-	}
-	scar_state_free(fresh);
-	return rc;
-}
-
 /* ---- checkpoints ---- */
 
 /*
- * The rows the policy saves now, the same on every rank. Priorities are
- * computed by each row's owner and gathered, so every rank ranks all rows.
+ * Priorities for the shared row selection: computed by each row's owner and
+ * gathered, so every rank ranks all rows.
  */
-static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
+static int priorities(struct scar_train_ctx *c, size_t ti, double *pv)
 {
-	const struct scar_train_opts *o = t->c.o;
-	struct scar_tensor *x = t->c.st->tensors[ti];
-	uint64_t rows = scar_tensor_rows(x), n = scar_train_policy_rows(o, rows);
+	struct dt *t = dt_of(c);
+	const struct scar_tensor *x = c->st->tensors[ti], *sv = c->saved->tensors[ti];
+	uint64_t rows = scar_tensor_rows(x);
 
-	memset(sel, 0, rows);
-	if (n == rows) {
-		memset(sel, 1, rows);
-		return 0;
-	}
-	switch (o->policy) {
-	case SCAR_POLICY_ROUND_ROBIN: {
-		uint64_t start = ((ncp % rows) * (n % rows)) % rows;
-
-		for (uint64_t i = 0; i < n; i++)
-			sel[(start + i) % rows] = 1;
-		return 0;
-	}
-	case SCAR_POLICY_RANDOM: {
-		struct scar_rng rng;
-		uint32_t *idx = malloc(rows * sizeof(*idx));
-
-		if (!idx)
-			return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
-				     SCAR_STREAM_RANDOM_POLICY + (t->c.st->iteration << 4));
-		for (uint64_t i = 0; i < rows; i++)
-			idx[i] = (uint32_t)i;
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t j = i + scar_rng_below(&rng, rows - i);
-			uint32_t tmp = idx[i];
-
-			idx[i] = idx[j];
-			idx[j] = tmp;
-			sel[idx[i]] = 1;
-		}
-		free(idx);
-		return 0;
-	}
-	case SCAR_POLICY_PRIORITY: {
-		const struct scar_tensor *sv = t->c.saved->tensors[ti];
-		struct scar_prio *pr = malloc(rows * sizeof(*pr));
-		struct scar_tensor pt;
-		struct scar_state ps;
-		struct scar_tensor *ptp = &pt;
-		double *pv = malloc(rows * sizeof(*pv) + 1);
-		int rc;
-
-		if (!pr || !pv) {
-			free(pr);
-			free(pv);
-			return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		}
-		for (uint64_t r = 0; r < rows; r++)
-			pv[r] = owner(t, r) == t->c.R ? scar_row_priority(x, sv, r) : 0;
-		/* Gather the owners' priorities as a one-column param tensor. */
-		memset(&pt, 0, sizeof(pt));
-		pt.dtype = SCAR_F64;
-		pt.role = SCAR_ROLE_PARAM;
-		pt.ndim = 1;
-		pt.shape[0] = rows;
-		pt.data = pv;
-		memset(&ps, 0, sizeof(ps));
-		ps.ntensors = 1;
-		ps.tensors = &ptp;
-		rc = sync_params(t, &ps);
-		for (uint64_t r = 0; r < rows; r++) {
-			pr[r].p = isnan(pv[r]) ? INFINITY : pv[r];	/* as in one process */
-			pr[r].row = r;
-		}
-		free(pv);
-		if (rc) {
-			free(pr);
-			return rc;
-		}
-		scar_prio_select(pr, rows, n);
-		for (uint64_t i = 0; i < n; i++)
-			sel[pr[i].row] = 1;
-		free(pr);
-		return 0;
-	}
-	default:
-		memset(sel, 1, rows);
-		return 0;
-	}
-}
-
-static int set_extra(struct dt *t, struct scar_state *s)
-{
-	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)t->c.clock)))
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	return 0;
+	for (uint64_t r = 0; r < rows; r++)
+		pv[r] = owner(t, r) == c->R ? scar_row_priority(x, sv, r) : 0;
+	return sync_table(t, pv, rows, 1);
 }
 
 /*
@@ -1369,16 +1212,18 @@ static int write_dist(struct dt *t, const struct scar_state *view, int partial, 
 /*
  * A checkpoint now: full (rank 0's file adds the state tensors; the whole
  * state becomes the base of full recovery) or partial (the selected rows).
+ * Every rank writes a file of its own rows, where one process writes one
+ * file of the whole state.
  */
-static int checkpoint(struct dt *t, int full)
+static int checkpoint(struct scar_train_ctx *c, int full)
 {
+	struct dt *t = dt_of(c);
 	struct scar_state *st = t->c.st, view;
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	uint64_t rows_written = 0, bytes = 0, file_bytes = 0, ncp;
-	double t1 = now(), secs;
+	double t1 = scar_train_now();
 	size_t nv = 0;
 	int rc = 0;
-	json_t *rec;
 
 	ncp = st->iteration / scar_train_policy_period(t->c.o);
 	vt = calloc(st->ntensors, sizeof(*vt));
@@ -1412,7 +1257,7 @@ static int checkpoint(struct dt *t, int full)
 		}
 		if (full)
 			memset(sel, 1, rows);
-		else if ((rc = select_rows(t, i, sel, ncp)))
+		else if ((rc = scar_train_select_rows(c, i, sel, ncp)))
 			goto out;
 		for (uint64_t r = 0; r < rows; r++) {
 			if (!sel[r])
@@ -1427,15 +1272,15 @@ static int checkpoint(struct dt *t, int full)
 		if (full)
 			memcpy(t->c.saved->tensors[i]->data, x->data, scar_tensor_bytes(x));
 	}
-	if ((rc = set_extra(t, st)))
+	if ((rc = scar_train_set_clock(c, st)))
 		goto out;
 	if (full) {
-		struct scar_state *c;
+		struct scar_state *s;
 
-		if ((rc = scar_state_clone(&c, st, t->c.err)))
+		if ((rc = scar_state_clone(&s, st, t->c.err)))
 			goto out;
 		scar_state_free(t->c.last_full);
-		t->c.last_full = c;
+		t->c.last_full = s;
 	}
 	if (t->c.o->ckpt_dir) {
 		view = *st;
@@ -1444,22 +1289,8 @@ static int checkpoint(struct dt *t, int full)
 		if ((rc = write_dist(t, &view, !full, &file_bytes)))
 			goto out;
 	}
-	secs = now() - t1;
-	t->c.res->checkpoints++;
-	t->c.res->checkpoint_rows += rows_written;
-	t->c.res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
-	t->c.res->checkpoint_seconds += secs;
-	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
-			"iter", (json_int_t)t->c.clock, "state_iter", (json_int_t)st->iteration,
-			"policy", full && t->c.o->policy != SCAR_POLICY_FULL ? "full" :
-				scar_policy_name(t->c.o->policy),
-			"kind", full ? "full" : "partial", "rows", (json_int_t)rows_written,
-			"bytes", (json_int_t)(file_bytes ? file_bytes : bytes));
-	if (rec && t->c.o->ckpt_dir)
-		json_object_set_new(rec, "files", json_integer((json_int_t)t->c.P));
-	if (rec && t->c.o->timing)
-		json_object_set_new(rec, "seconds", json_real(secs));
-	rc = emit(t, rec);
+	rc = scar_train_emit(c, scar_train_checkpoint_record(c, full, rows_written, bytes, file_bytes,
+							     scar_train_now() - t1, 0));
 out:
 	for (size_t i = 0; vt && i < nv; i++)
 		if (is_param(&vt[i]))
@@ -1469,235 +1300,37 @@ out:
 	return rc;
 }
 
-/* ---- failures and recovery ---- */
+/* ---- the hooks of the shared trainer ---- */
 
-/*
- * The owners of the lost shards destroy those rows (NaN, or zero for
- * recovery "none") and restore them from their saved view (partial), or
- * every rank rolls back to the last full checkpoint (full). Then every
- * worker's copy is refreshed from the owners.
- */
-static int fail_and_recover(struct dt *t)
+/* After the owners restored their lost rows (train_common.c): every worker's copy from the owners. */
+static int sync_recovered(struct scar_train_ctx *c)
 {
-	struct scar_state *st = t->c.st, *pre = NULL;
-	uint32_t S = t->S;
-	uint8_t *lost = malloc(S), *rlost = calloc(t->c.P, 1);
-	uint64_t rows_lost = 0, pre_iter = st->iteration;
-	json_t *shards = json_array(), *ranks = json_array(), *rec;
-	double d2 = 0;
-	int rc = 0;
+	struct dt *t = dt_of(c);
+	int rc = sync_params(t, c->st);
 
-	if (!lost || !rlost || !shards || !ranks) {
-		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = scar_train_pick_shards(t->c.o, t->S, t->c.clock, lost, t->c.err)))
-		goto out;
-	for (uint32_t s = 0; s < S; s++)
-		if (lost[s]) {
-			json_array_append_new(shards, json_integer(s));
-			rlost[scar_dist_shard_owner(s, t->c.P)] = 1;
-		}
-	for (uint32_t q = 0; q < t->c.P; q++)
-		if (rlost[q])
-			json_array_append_new(ranks, json_integer(q));
-	if ((rc = scar_state_clone(&pre, st, t->c.err)))
-		goto out;
-	for (size_t i = 0; i < st->ntensors; i++) {
-		struct scar_tensor *x = st->tensors[i];
-		size_t rb = scar_tensor_row_bytes(x);
-
-		if (!is_param(x))
-			continue;
-		for (uint64_t r = 0; r < scar_tensor_rows(x); r++) {
-			if (!lost[scar_shard_of_row(r, S)])
-				continue;
-			rows_lost++;
-			if (owner(t, r) == t->c.R)
-				memset(scar_tensor_row(x, r),
-				       t->c.o->recovery == SCAR_RECOVER_NONE ? 0 : 0xff, rb);
-		}
-	}
-	t->c.res->failures++;
-	t->c.last_fail_clock = t->c.clock;
-	rec = json_pack("{s:s, s:I, s:I, s:O, s:I, s:O}", "type", "failure", "iter",
-			(json_int_t)t->c.clock, "state_iter", (json_int_t)st->iteration, "shards", shards,
-			"rows_lost", (json_int_t)rows_lost, "ranks", ranks);
-	if ((rc = emit(t, rec)))
-		goto out;
-
-	if (t->c.o->recovery == SCAR_RECOVER_FULL) {
-		struct scar_state *c;
-
-		if ((rc = scar_state_clone(&c, t->c.last_full, t->c.err)))
-			goto out;
-		scar_state_free(t->c.st);
-		t->c.st = st = c;
-	} else if (t->c.o->recovery == SCAR_RECOVER_PARTIAL) {
-		for (size_t i = 0; i < st->ntensors; i++) {
-			struct scar_tensor *x = st->tensors[i];
-			size_t rb = scar_tensor_row_bytes(x);
-
-			if (!is_param(x))
-				continue;
-			for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
-				if (lost[scar_shard_of_row(r, S)] && owner(t, r) == t->c.R)
-					memcpy(scar_tensor_row(x, r),
-					       scar_tensor_row(t->c.saved->tensors[i], r), rb);
-		}
-	}
-	if ((rc = sync_params(t, st)))
-		goto out;
 	t->valid = 0;
-	for (size_t i = 0; i < st->ntensors; i++) {
-		struct scar_tensor *x = st->tensors[i];
-
-		if (is_param(x))
-			d2 += sqdist(x, x->data, pre->tensors[i]->data, 0, scar_tensor_elems(x));
-	}
-	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I}", "type", "recovery",
-			"iter", (json_int_t)t->c.clock, "strategy", scar_recovery_name(t->c.o->recovery),
-			"shards", shards,
-			"rows_restored", (json_int_t)(t->c.o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
-			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
-			"resume_state_iter", (json_int_t)st->iteration);
-	rc = emit(t, rec);
-out:
-	scar_state_free(pre);
-	json_decref(shards);
-	json_decref(ranks);
-	free(lost);
-	free(rlost);
 	return rc;
 }
 
-/* ---- the loop ---- */
-
-static int record_iteration(struct dt *t, double step2, int first)
+static int agree_hook(struct scar_train_ctx *c, int rc)
 {
-	double obj, v;
-	json_t *rec;
-	int rc;
-
-	if ((rc = wl_objective(t, &obj)))
-		return rc;
-	/* obj and step2 are the same on every rank, so all stop together. */
-	if (!isfinite(obj) || (!first && !isfinite(step2)))
-		return scar_error_set(t->c.err, SCAR_EDIVERGED,
-				      "training diverged at iteration %llu (objective %g)",
-				      (unsigned long long)t->c.clock, obj);
-	if ((rc = push_obj(t, obj)))
-		return rc;
-	t->c.res->final_objective = obj;
-	if (t->c.R != 0)
-		return 0;
-	rec = json_pack("{s:s, s:I, s:I, s:f}", "type", "iteration", "iter", (json_int_t)t->c.clock,
-			"state_iter", (json_int_t)t->c.st->iteration, "objective", obj);
-	if (!rec)
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	if (!first)
-		json_object_set_new(rec, "step_norm", json_real(sqrt(step2)));
-	if (t->c.def->dist_to_opt) {
-		if ((rc = t->c.def->dist_to_opt(t->c.m, t->c.st, &v, t->c.err))) {
-			json_decref(rec);
-			return rc;
-		}
-		json_object_set_new(rec, "dist_opt", json_real(v));
-	}
-	if (t->c.def->heldout && (first || t->c.clock == t->c.o->iters ||
-				(t->c.o->heldout_every && t->c.clock % t->c.o->heldout_every == 0))) {
-		if ((rc = t->c.def->heldout(t->c.m, t->c.st, &v, t->c.err))) {
-			json_decref(rec);
-			return rc;
-		}
-		json_object_set_new(rec, "heldout", json_real(v));
-	}
-	if (t->c.o->timing)
-		json_object_set_new(rec, "elapsed", json_real(now() - t->c.t0));
-	return emit(t, rec);
+	return agree(dt_of(c), rc);
 }
 
-static double smoothed(const double *v, uint64_t k, uint64_t w)
-{
-	double s = 0;
-	uint64_t n = 0;
-
-	for (uint64_t i = k + 1 > w ? k + 1 - w : 0; i <= k; i++, n++)
-		s += v[i];
-	return s / (double)n;
-}
-
-/* Where between clocks k-1 and k the smoothed objective crossed the target, as scar_train_run interpolates it. */
-static double crossing(const double *v, uint64_t k, uint64_t w, double target)
-{
-	double prev, cur;
-
-	if (k == 0)
-		return 0;
-	prev = smoothed(v, k - 1, w);
-	cur = smoothed(v, k, w);
-	if (isnan(prev) || prev == cur)
-		return (double)k;
-	return (double)(k - 1) + fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
-}
-
-static int reached(const struct scar_model_def *d, double v, double target)
-{
-	return d->objective_higher_better ? v >= target : v <= target;
-}
-
-/* Saved view after a resume: the newest full checkpoint, then the partials after it. */
-static int rebuild_saved_view(struct dt *t)
-{
-	struct scar_ckpt_entry *v = NULL;
-	size_t nv = 0;
-	int rc, based = 0;
-
-	if (!t->c.o->ckpt_dir)
-		return 0;
-	/* Single-file checkpoints and complete manifests, by iteration. */
-	if ((rc = scar_dist_ckpt_list(t->c.o->ckpt_dir, &v, &nv, NULL, t->c.err)))
-		return rc;
-	for (size_t i = 0; i < nv && v[i].iteration <= t->c.st->iteration; i++) {
-		size_t len = strlen(v[i].path);
-		struct scar_state *c;
-
-		if (!based && v[i].partial)
-			continue;
-		rc = len > 9 && strcmp(v[i].path + len - 9, ".manifest") == 0 ?
-			scar_dist_manifest_load(v[i].path, &c, t->c.err) :
-			scar_ckpt_load(v[i].path, &c, t->c.err);
-		if (rc)
-			break;
-		if (!v[i].partial) {
-			for (size_t k = 0; k < c->ntensors && k < t->c.saved->ntensors; k++)
-				if (is_param(c->tensors[k]) &&
-				    scar_tensor_same_layout(c->tensors[k], t->c.saved->tensors[k]))
-					memcpy(t->c.saved->tensors[k]->data, c->tensors[k]->data,
-					       scar_tensor_bytes(c->tensors[k]));
-			based = 1;
-		} else {
-			uint64_t it = t->c.saved->iteration;
-
-			rc = scar_ckpt_apply(t->c.saved, c, t->c.err);
-			t->c.saved->iteration = it;
-		}
-		scar_state_free(c);
-		if (rc)
-			break;
-	}
-	scar_ckpt_list_free(v, nv);
-	return rc;
-}
+static const struct scar_train_ops mpi_ranks = {
+	.step = wl_step,
+	.objective = wl_objective,
+	.checkpoint = checkpoint,
+	.priorities = priorities,
+	.sync = sync_recovered,
+	.agree = agree_hook,
+};
 
 static void dt_free(struct dt *t)
 {
 	free(t->x);
 	free(t->y);
 	free(t->g);
-	for (size_t i = 0; t->prev && i < t->nprev; i++)
-		free(t->prev[i]);
-	free(t->prev);
 	free(t->mf_u);
 	free(t->mf_i);
 	free(t->mf_uv);
@@ -1717,74 +1350,20 @@ static void dt_free(struct dt *t)
 	free(t->order);
 	free(t->sbuf);
 	free(t->rbuf);
-	free(t->c.obj);
-	scar_state_free(t->c.st);
-	scar_state_free(t->c.saved);
-	scar_state_free(t->c.last_full);
-	if (t->c.m)
-		t->c.def->free(t->c.m);
-}
-
-static int core(const struct scar_train_opts *o, struct scar_train_result *res,
-		struct scar_error *err, double **objs, size_t *nobjs);
-
-static int run_reference(const struct scar_train_opts *o, double **ref, size_t *nref,
-			 struct scar_error *err)
-{
-	struct scar_train_opts ro = *o;
-	struct scar_train_result rr;
-	int rc;
-
-	ro.policy = SCAR_POLICY_NONE;
-	ro.ckpt_dir = NULL;
-	ro.nfail_at = 0;
-	ro.fail_prob = 0;
-	ro.measure_cost = 0;
-	ro.events = NULL;
-	ro.progress = NULL;
-	ro.resume = NULL;
-	rc = core(&ro, &rr, err, ref, nref);
-	if (rc)
-		return rc;
-	scar_state_free(rr.final_state);
-	return 0;
 }
 
 static int validate(const struct scar_train_opts *o, const struct scar_model_def *def,
 		    struct scar_error *err)
 {
-	const char *name = o->resume ? o->resume->model : o->model ? o->model : "";
-
-	if (!def)
-		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", name);
-	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr") && strcmp(def->name, "mf") &&
-	    strcmp(def->name, "lda"))
+	if (def && strcmp(def->name, "ridge") && strcmp(def->name, "mlr") &&
+	    strcmp(def->name, "mf") && strcmp(def->name, "lda"))
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
 				      def->name);
-	if (!(o->fraction > 0 && o->fraction <= 1))
-		return scar_error_set(err, SCAR_EINVAL, "checkpoint fraction %g is not in (0, 1]",
-				      o->fraction);
-	if (o->interval < 1)
-		return scar_error_set(err, SCAR_EINVAL, "checkpoint interval must be at least 1");
-	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
-		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
-				      o->shards, SCAR_MAX_SHARDS);
-	if (o->cost_window < 1)
-		return scar_error_set(err, SCAR_EINVAL, "cost window must be at least 1");
-	for (size_t i = 0; i < o->nfail_at; i++)
-		if (o->fail_at[i] < 1 || o->fail_at[i] > o->iters)
-			return scar_error_set(err, SCAR_EINVAL,
-					      "failure at iteration %llu is outside 1..%llu",
-					      (unsigned long long)o->fail_at[i],
-					      (unsigned long long)o->iters);
-	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction > 0 && o->lose_fraction <= 1))
-		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in (0, 1]",
-				      o->lose_fraction);
-	if (o->fail_prob < 0 || o->fail_prob > 1)
-		return scar_error_set(err, SCAR_EINVAL, "failure probability %g is not in [0, 1]",
-				      o->fail_prob);
-	return 0;
+	return scar_train_check_opts(o, def, err);
 }
+
+static int core(const struct scar_train_opts *o, struct scar_train_result *res,
+		struct scar_error *err, double **objs, size_t *nobjs);
 
 int scar_dist_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
 			struct scar_error *err)
@@ -1800,49 +1379,23 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		struct scar_error *err, double **objs, size_t *nobjs)
 {
 	struct dt t;
-	json_t *config = NULL, *rec;
-	double step2 = 0, *ref = NULL;
+	struct scar_train_cost ci = { 0 };
+	json_t *config = NULL;
+	double *ref = NULL;
 	size_t nref = 0;
-	uint64_t period, N = o->iters, limit, target_iter = 0, comm_total = 0;
-	double target = 0, ref_cross = 0;
-	int rc = 0, done = 0, have_target = 0;
+	int rc = 0, done = 0;
 
 	memset(&t, 0, sizeof(t));
-	memset(res, 0, sizeof(*res));
-	t.c.o = o;
-	t.c.res = res;
-	t.c.err = err;
-	t.c.t0 = now();
+	scar_train_ctx_init(&t.c, o, &mpi_ranks, res, err);
+	t.c.dist = 1;
 	t.c.P = (uint32_t)g_size;
 	t.c.R = (uint32_t)g_rank;
-	t.c.def = scar_model_find(o->resume ? o->resume->model : o->model);
-	if ((rc = validate(o, t.c.def, err)))
-		return rc;	/* the same on every rank */
-
-	if (o->measure_cost) {
-		if (o->reference) {
-			size_t i;
-			json_t *v;
-
-			nref = json_array_size(o->reference);
-			if (!(ref = malloc((nref ? nref : 1) * sizeof(*ref))))
-				return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			json_array_foreach(o->reference, i, v)
-				ref[i] = json_number_value(v);
-		} else if ((rc = run_reference(o, &ref, &nref, err))) {
-			return rc;
-		}
-	}
-
-	if (o->resume) {
-		config = json_incref(o->resume->config);
-	} else {
-		config = o->config ? json_deep_copy(o->config) : json_object();
-		rc = config ? t.c.def->configure(config, err) :
-			scar_error_set(err, SCAR_ENOMEM, "out of memory");
-		if (rc)
-			goto out;
-	}
+	/* Errors so far are the same on every rank. */
+	if ((rc = validate(o, t.c.def, err)) ||
+	    (rc = scar_train_reference(o, core, &ref, &nref, err)))
+		return rc;
+	if ((rc = scar_train_config(o, t.c.def, &config, err)))
+		goto out;
 	t.S = o->resume ? o->resume->shards : o->shards;
 	/*
 	 * Rank 0 keeps the model itself for what is not distributed: eta, c,
@@ -1861,16 +1414,20 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.c.st, o->resume, err);
-		if (!rc && t.c.R == 0)
-			rc = check_layout(&t, config);
+		if (!rc && t.c.R == 0) {
+			struct scar_state *fresh = NULL;
+
+			rc = scar_train_new_state(&t.c, config, &fresh);
+			if (!rc)
+				rc = scar_train_check_layout(&t.c, fresh);
+			scar_state_free(fresh);
+		}
 		if ((rc = agree(&t, rc)))
 			goto out;
-		json_t *c = json_object_get(t.c.st->extra, "clock");
-
-		t.c.clock = json_is_integer(c) ? (uint64_t)json_integer_value(c) : t.c.st->iteration;
+		t.c.clock = scar_train_resume_clock(t.c.st);
 	} else {
 		if (t.c.R == 0) {
-			rc = build_fresh(&t, config, &t.c.st);
+			rc = scar_train_new_state(&t.c, config, &t.c.st);
 		} else if (!(rc = scar_state_new(&t.c.st, t.c.def->name, err))) {
 			json_decref(t.c.st->config);
 			t.c.st->config = json_incref(config);
@@ -1894,167 +1451,17 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");
 		goto out;
 	}
-	if (!(t.prev = calloc(t.c.st->ntensors, sizeof(*t.prev)))) {
-		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if (ref && (rc = scar_train_cost_target(&t.c, ref, nref, &ci)))
 		goto out;
-	}
-	t.nprev = t.c.st->ntensors;
-	for (size_t i = 0; i < t.c.st->ntensors; i++)
-		if (is_param(t.c.st->tensors[i]) &&
-		    !(t.prev[i] = malloc(scar_tensor_bytes(t.c.st->tensors[i]) + 1))) {
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			goto out;
-		}
-	if (ref) {
-		uint64_t w = o->cost_window;
-
-		if (nref < N + 1) {
-			rc = scar_error_set(err, SCAR_EINVAL, "reference has %zu iterations, need %llu",
-					    nref ? nref - 1 : 0, (unsigned long long)N);
-			goto out;
-		}
-		target = smoothed(ref, N, w);
-		target_iter = N;
-		for (uint64_t k = 0; k <= N; k++)
-			if (reached(t.c.def, smoothed(ref, k, w), target)) {
-				target_iter = k;
-				break;
-			}
-		ref_cross = crossing(ref, target_iter, w, target);
-		have_target = 1;
-	}
-
-	rec = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O, s:I, s:s, s:b, s:s?, s:s, s:s, s:I, s:I, s:f, s:s}",
-			"type", "header", "format", SCAR_EVENTS_FORMAT, "version", SCAR_EVENTS_VERSION,
-			"tool", o->tool ? o->tool : "scar", "tool_version", SCAR_VERSION,
-			"model", t.c.def->name, "config", config, "shards", (json_int_t)t.c.st->shards,
-			"objective", t.c.def->objective_name,
-			"objective_higher_better", t.c.def->objective_higher_better,
-			"heldout", t.c.def->heldout_name,
-			"policy", scar_policy_name(o->policy), "recovery", scar_recovery_name(o->recovery),
-			"iters", (json_int_t)N, "interval", (json_int_t)o->interval,
-			"fraction", o->fraction, "resumed", o->resume ? "yes" : "no");
-	if (rec) {
-		double c;
-
-		json_object_set_new(rec, "dist_opt_known", json_boolean(t.c.def->dist_to_opt != NULL));
-		if (t.c.R == 0 && t.c.def->contraction && t.c.def->contraction(t.c.m, &c, err) == 0)
-			json_object_set_new(rec, "contraction", json_real(c));
-		if (o->resume)
-			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)t.c.clock));
-		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.c.P));
-	}
-	if ((rc = agree(&t, emit(&t, rec))))
+	if ((rc = scar_train_begin(&t.c, config)))
 		goto out;
-
-	if ((rc = agree(&t, scar_state_clone(&t.c.saved, t.c.st, err))))
+	t.comm_bytes = 0;	/* what training sends, not the start */
+	if ((rc = scar_train_loop(&t.c, &ci, &done)))
 		goto out;
-	if (o->resume) {
-		rc = scar_state_clone(&t.c.last_full, t.c.st, err);
-		if (!rc)
-			rc = rebuild_saved_view(&t);
-		if ((rc = agree(&t, rc)))
-			goto out;
-		for (uint64_t k = 0; k < t.c.clock; k++)
-			if ((rc = push_obj(&t, NAN)))
-				break;
-		if ((rc = agree(&t, rc)) || (rc = agree(&t, record_iteration(&t, 0, 1))))
-			goto out;
-	} else {
-		if ((rc = agree(&t, record_iteration(&t, 0, 1))) || (rc = agree(&t, checkpoint(&t, 1))))
-			goto out;
-	}
-	t.comm_bytes = 0;
-
-	period = scar_train_policy_period(o);
-	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
-	while (!done && t.c.clock < limit) {
-		for (size_t i = 0; i < t.nprev; i++)
-			if (t.prev[i])
-				memcpy(t.prev[i], t.c.st->tensors[i]->data, scar_tensor_bytes(t.c.st->tensors[i]));
-		/* A step's errors are the same on every rank (replicated state): no agreement. */
-		if ((rc = wl_step(&t)))
-			goto out;
-		t.c.st->iteration++;
-		t.c.clock++;
-		/* As scar_train_run: the tensors' squared distances added in tensor order. */
-		step2 = 0;
-		for (size_t i = 0; i < t.nprev; i++)
-			if (t.prev[i])
-				step2 += sqdist(t.c.st->tensors[i], t.c.st->tensors[i]->data, t.prev[i], 0,
-						scar_tensor_elems(t.c.st->tensors[i]));
-		if ((rc = agree(&t, record_iteration(&t, step2, 0))))
-			goto out;
-		if (o->policy != SCAR_POLICY_NONE && t.c.st->iteration % period == 0 &&
-		    (rc = agree(&t, checkpoint(&t, o->policy == SCAR_POLICY_FULL))))
-			goto out;
-		if (t.c.clock <= N && scar_train_fails_at(o, t.c.clock) && (rc = agree(&t, fail_and_recover(&t))))
-			goto out;
-		if (o->progress && t.c.R == 0)
-			o->progress(t.c.clock, limit, o->progress_arg);
-		if (o->measure_cost && have_target && t.c.clock >= N && t.c.clock > t.c.last_fail_clock &&
-		    reached(t.c.def, smoothed(t.c.obj, t.c.clock, o->cost_window), target))
-			done = 1;
-		if (!o->measure_cost && t.c.clock >= N)
-			done = 1;
-	}
-
-	if (o->measure_cost && have_target) {
-		uint64_t k2 = t.c.clock;
-		int censored = !done;
-
-		for (uint64_t k = t.c.last_fail_clock + 1; done && k <= t.c.clock; k++)
-			if (k < t.c.nobj && !isnan(t.c.obj[k]) &&
-			    reached(t.c.def, smoothed(t.c.obj, k, o->cost_window), target)) {
-				k2 = k;
-				break;
-			}
-		res->total_cost = (int64_t)k2 - (int64_t)target_iter;
-		res->censored = censored;
-		res->cost_interp = censored ? (double)res->total_cost :
-			crossing(t.c.obj, k2, o->cost_window, target) - ref_cross;
-		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I}", "type", "cost",
-				"target", target, "reference_iter", (json_int_t)target_iter,
-				"perturbed_iter", (json_int_t)k2, "cost", (json_int_t)res->total_cost,
-				"cost_interp", res->cost_interp, "censored", censored,
-				"window", (json_int_t)o->cost_window);
-		if ((rc = agree(&t, emit(&t, rec))))
-			goto out;
-	}
-	MPI_Allreduce(&t.comm_bytes, &comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-	res->clock = t.c.clock;
-	rec = json_pack("{s:s, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I}", "type", "summary",
-			"iters", (json_int_t)t.c.clock, "state_iter", (json_int_t)t.c.st->iteration,
-			"final_objective", res->final_objective, "failures", (json_int_t)res->failures,
-			"total_cost", (json_int_t)res->total_cost,
-			"checkpoints", (json_int_t)res->checkpoints,
-			"checkpoint_rows", (json_int_t)res->checkpoint_rows,
-			"checkpoint_bytes", (json_int_t)res->checkpoint_bytes);
-	if (rec) {
-		json_object_set_new(rec, "censored", json_boolean(res->censored));
-		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.c.P));
-		json_object_set_new(rec, "comm_bytes", json_integer((json_int_t)comm_total));
-		if (t.c.def->heldout && t.c.R == 0) {
-			double v;
-
-			if ((rc = t.c.def->heldout(t.c.m, t.c.st, &v, err)) == 0)
-				json_object_set_new(rec, "final_heldout", json_real(v));
-		}
-		if (o->timing) {
-			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
-			json_object_set_new(rec, "elapsed", json_real(now() - t.c.t0));
-		}
-	}
-	if ((rc = agree(&t, emit(&t, rec))) || (rc = agree(&t, set_extra(&t, t.c.st))))
-		goto out;
-	res->final_state = t.c.st;
-	t.c.st = NULL;
+	MPI_Allreduce(&t.comm_bytes, &t.c.comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+	rc = scar_train_finish(&t.c, &ci, done);
 out:
-	if (!rc && objs) {
-		*objs = t.c.obj;
-		*nobjs = t.c.nobj;
-		t.c.obj = NULL;
-	}
+	scar_train_ctx_release(&t.c, rc, objs, nobjs);
 	free(ref);
 	dt_free(&t);
 	json_decref(config);
