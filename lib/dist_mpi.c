@@ -17,13 +17,11 @@
  */
 #ifdef SCAR_MPI
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -31,10 +29,8 @@
 #include "scar/ckpt.h"
 #include "scar/data.h"
 #include "scar/dist.h"
-#include "scar/events.h"
 #include "scar/model.h"
 #include "scar/rng.h"
-#include "scar/shard.h"
 #include "scar/train.h"
 #include "model_lda.h"
 #include "model_mf.h"
@@ -96,12 +92,10 @@ int scar_dist_size(void)
 
 /* ---- the trainer ---- */
 
+/* c first: the shared trainer's hooks get &t->c and find t (dt_of). */
 struct dt {
-	const struct scar_train_opts *o;
-	const struct scar_model_def *def;
-	struct scar_model *m;		/* rank 0 (mf: every rank): contraction, dist_opt, eta, layout */
-	struct scar_state *st, *saved, *last_full;
-	uint32_t P, R, S;
+	struct scar_train_ctx c;	/* c.m: rank 0 (mf, lda: every rank) */
+	uint32_t S;
 
 	/* ridge: this rank's examples [lo, hi) of n, and the math */
 	uint64_t n, d, lo, hi;
@@ -110,8 +104,6 @@ struct dt {
 	double *g;			/* d: partial gradient of the local block at w */
 	double sse;			/* local sum of squared residuals at w */
 	int valid;			/* g and sse belong to the current w */
-	void **prev;			/* per tensor: the param tensors before the step */
-	size_t nprev;
 
 	/* mlr: the whole training set on every rank, and the math */
 	int mlr;
@@ -143,21 +135,11 @@ struct dt {
 	uint64_t *order;		/* rows grouped by owner, ascending within */
 	double *sbuf, *rbuf;		/* d and P * own */
 	uint64_t comm_bytes;		/* bytes this rank sent to other ranks */
-
-	uint64_t clock, last_fail_clock;
-	double t0;
-	double *obj;
-	size_t nobj, capobj;
-	struct scar_train_result *res;
-	struct scar_error *err;
 };
 
-static double now(void)
+static struct dt *dt_of(struct scar_train_ctx *c)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (struct dt *)c;
 }
 
 /*
@@ -166,32 +148,20 @@ static double now(void)
  */
 static int agree(struct dt *t, int rc)
 {
-	int flag = rc ? (int)t->R : (int)t->P, first;
+	int flag = rc ? (int)t->c.R : (int)t->c.P, first;
 	struct scar_error e;
 
 	MPI_Allreduce(&flag, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-	if (first == (int)t->P)
+	if (first == (int)t->c.P)
 		return 0;
-	if ((int)t->R == first && t->err)
-		e = *t->err;
+	if ((int)t->c.R == first && t->c.err)
+		e = *t->c.err;
 	else
 		scar_error_clear(&e);
 	MPI_Bcast(&e, (int)sizeof(e), MPI_BYTE, first, MPI_COMM_WORLD);
-	if (t->err)
-		*t->err = e;
+	if (t->c.err)
+		*t->c.err = e;
 	return e.code ? e.code : SCAR_EIO;
-}
-
-static int emit(struct dt *t, json_t *rec)
-{
-	int rc = 0;
-
-	if (!rec)
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-	if (t->R == 0 && t->o->events)
-		rc = scar_event_write(t->o->events, rec, t->err);
-	json_decref(rec);
-	return rc;
 }
 
 static int is_param(const struct scar_tensor *x)
@@ -201,25 +171,7 @@ static int is_param(const struct scar_tensor *x)
 
 static uint32_t owner(const struct dt *t, uint64_t r)
 {
-	return scar_dist_row_owner(r, t->S, t->P);
-}
-
-/* One squared distance for both trainers (train_internal.h): any dtype. */
-#define sqdist scar_train_sqdist
-
-static int push_obj(struct dt *t, double v)
-{
-	if (t->nobj == t->capobj) {
-		size_t ncap = t->capobj ? t->capobj * 2 : 256;
-		double *p = realloc(t->obj, ncap * sizeof(*p));
-
-		if (!p)
-			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		t->obj = p;
-		t->capobj = ncap;
-	}
-	t->obj[t->nobj++] = v;
-	return 0;
+	return scar_dist_row_owner(r, t->S, t->c.P);
 }
 
 /*
@@ -236,16 +188,16 @@ static int sync_params(struct dt *t, struct scar_state *st)
 		char *send = NULL, *recv = NULL;
 		uint64_t own = 0, total = 0;
 
-		if (!is_param(x) || t->P == 1)
+		if (!is_param(x) || t->c.P == 1)
 			continue;
-		cnt = calloc(t->P, sizeof(*cnt));
-		displ = calloc(t->P, sizeof(*displ));
-		pos = calloc(t->P, sizeof(*pos));
+		cnt = calloc(t->c.P, sizeof(*cnt));
+		displ = calloc(t->c.P, sizeof(*displ));
+		pos = calloc(t->c.P, sizeof(*pos));
 		if (!cnt || !displ || !pos)
 			rc = -1;
 		for (uint64_t r = 0; !rc && r < rows; r++)
 			cnt[owner(t, r)]++;
-		for (uint32_t q = 0; !rc && q < t->P; q++) {
+		for (uint32_t q = 0; !rc && q < t->c.P; q++) {
 			if ((uint64_t)cnt[q] * rb > INT_MAX || total * rb > INT_MAX)
 				rc = -2;
 			displ[q] = (int)(total * rb);
@@ -254,7 +206,7 @@ static int sync_params(struct dt *t, struct scar_state *st)
 			cnt[q] = (int)((uint64_t)cnt[q] * rb);
 		}
 		if (!rc) {
-			own = (uint64_t)cnt[t->R] / (rb ? rb : 1);
+			own = (uint64_t)cnt[t->c.R] / (rb ? rb : 1);
 			send = malloc(own * rb + 1);
 			recv = malloc(rows * rb + 1);
 			if (!send || !recv)
@@ -264,11 +216,11 @@ static int sync_params(struct dt *t, struct scar_state *st)
 			uint64_t k = 0;
 
 			for (uint64_t r = 0; r < rows; r++)
-				if (owner(t, r) == t->R)
+				if (owner(t, r) == t->c.R)
 					memcpy(send + (k++) * rb, scar_tensor_row(x, r), rb);
 			MPI_Allgatherv(send, (int)(own * rb), MPI_BYTE, recv, cnt, displ, MPI_BYTE,
 				       MPI_COMM_WORLD);
-			t->comm_bytes += own * rb * (t->P - 1);
+			t->comm_bytes += own * rb * (t->c.P - 1);
 			for (uint64_t r = 0; r < rows; r++) {
 				uint32_t q = owner(t, r);
 
@@ -281,9 +233,9 @@ static int sync_params(struct dt *t, struct scar_state *st)
 		free(send);
 		free(recv);
 		if (rc == -1)
-			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+			return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 		if (rc == -2)
-			return scar_error_set(t->err, SCAR_EUNSUPPORTED,
+			return scar_error_set(t->c.err, SCAR_EUNSUPPORTED,
 					      "tensor '%s' is too large for one MPI message", x->name);
 	}
 	return 0;
@@ -293,7 +245,7 @@ static int sync_params(struct dt *t, struct scar_state *st)
 
 static struct scar_tensor *ridge_w(const struct dt *t)
 {
-	return scar_state_find(t->st, "w");
+	return scar_state_find(t->c.st, "w");
 }
 
 /*
@@ -342,8 +294,8 @@ static int ridge_objective(struct dt *t, double *out)
 	if (!t->valid)
 		ridge_pass(t);
 	MPI_Allgather(&t->sse, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (t->P - 1);
-	*out = 0.5 * scar_dist_sum_ordered(all, t->P) / (double)t->n +
+	t->comm_bytes += sizeof(double) * (t->c.P - 1);
+	*out = 0.5 * scar_dist_sum_ordered(all, t->c.P) / (double)t->n +
 		0.5 * t->lambda * mu_dot(w, w, t->d);
 	return 0;
 }
@@ -351,15 +303,15 @@ static int ridge_objective(struct dt *t, double *out)
 static int ridge_step(struct dt *t)
 {
 	double *w = ridge_w(t)->data;
-	int own = t->cnt[t->R];
-	int *rcnt = t->cnt + t->P, *rdispl = t->displ + t->P;
+	int own = t->cnt[t->c.R];
+	int *rcnt = t->cnt + t->c.P, *rdispl = t->displ + t->c.P;
 
 	if (!t->valid)
 		ridge_pass(t);
 	/* Partials to their owners: send block q holds rank q's rows in order. */
 	for (uint64_t k = 0; k < t->d; k++)
 		t->sbuf[k] = t->g[t->order[k]];
-	for (uint32_t p = 0; p < t->P; p++) {
+	for (uint32_t p = 0; p < t->c.P; p++) {
 		rcnt[p] = own;
 		rdispl[p] = (int)p * own;
 	}
@@ -368,10 +320,10 @@ static int ridge_step(struct dt *t)
 	t->comm_bytes += sizeof(double) * (t->d - (uint64_t)own);
 	/* Owners sum in rank order and apply the step to their rows. */
 	for (int k = 0; k < own; k++) {
-		uint64_t row = t->order[t->displ[t->R] + k];
+		uint64_t row = t->order[t->displ[t->c.R] + k];
 		double gk = t->rbuf[k];
 
-		for (uint32_t p = 1; p < t->P; p++)
+		for (uint32_t p = 1; p < t->c.P; p++)
 			gk += t->rbuf[(size_t)p * own + k];
 		w[row] -= t->eta * (gk / (double)t->n + t->lambda * w[row]);
 		t->sbuf[k] = w[row];
@@ -379,7 +331,7 @@ static int ridge_step(struct dt *t)
 	/* Every worker needs all of w. */
 	MPI_Allgatherv(t->sbuf, own, MPI_DOUBLE, t->rbuf, t->cnt, t->displ, MPI_DOUBLE,
 		       MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (uint64_t)own * (t->P - 1);
+	t->comm_bytes += sizeof(double) * (uint64_t)own * (t->c.P - 1);
 	for (uint64_t k = 0; k < t->d; k++)
 		w[t->order[k]] = t->rbuf[k];
 	t->valid = 0;
@@ -402,26 +354,26 @@ static int ridge_eta(struct dt *t, const json_t *config, const struct scar_dense
 	t->eta = mu_get_real(config, "eta");
 	if (t->eta > 0)
 		return 0;
-	if ((rc = scar_state_new(&st, t->def->name, t->err)))
+	if ((rc = scar_state_new(&st, t->c.def->name, t->c.err)))
 		return rc;
 	json_decref(st->config);
 	st->config = json_deep_copy(config);
 	st->shards = t->S;
 	if (!st->config) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = t->def->init_state(t->m, st, t->err)))
+	if ((rc = t->c.def->init_state(t->c.m, st, t->c.err)))
 		goto out;
 	w = scar_state_find(st, "w");
 	g = calloc(ds->d, sizeof(*g));
 	if (!w || !g || scar_tensor_elems(w) != ds->d) {
-		rc = scar_error_set(t->err, w && g ? SCAR_EMISMATCH : SCAR_ENOMEM,
+		rc = scar_error_set(t->c.err, w && g ? SCAR_EMISMATCH : SCAR_ENOMEM,
 				    w && g ? "ridge: unexpected state layout" : "out of memory");
 		goto out;
 	}
 	memset(w->data, 0, scar_tensor_bytes(w));
-	if ((rc = t->def->step(t->m, st, t->err)))
+	if ((rc = t->c.def->step(t->c.m, st, t->c.err)))
 		goto out;
 	for (uint64_t i = 0; i < ds->n; i++) {
 		const float *x = ds->x + i * ds->d;
@@ -443,7 +395,7 @@ static int ridge_eta(struct dt *t, const json_t *config, const struct scar_dense
 
 		memset(w->data, 0, scar_tensor_bytes(w));
 		((double *)w->data)[0] = 1;
-		if ((rc = t->def->step(t->m, st, t->err)))
+		if ((rc = t->c.def->step(t->c.m, st, t->c.err)))
 			goto out;
 		for (uint64_t i = 0; i < ds->n; i++)
 			h += (double)ds->x[i * ds->d] * ds->x[i * ds->d];
@@ -451,7 +403,7 @@ static int ridge_eta(struct dt *t, const json_t *config, const struct scar_dense
 		t->eta = h > 0 ? (1 - ((double *)w->data)[0]) / h : 1;
 	}
 	if (!(t->eta > 0) || !isfinite(t->eta))
-		rc = scar_error_set(t->err, SCAR_EINVAL, "ridge: cannot determine the step size");
+		rc = scar_error_set(t->c.err, SCAR_EINVAL, "ridge: cannot determine the step size");
 out:
 	free(g);
 	scar_state_free(st);
@@ -467,52 +419,52 @@ static int ridge_setup(struct dt *t, const json_t *config)
 	int rc;
 
 	if (path)
-		rc = scar_libsvm_load(path, 0, 0, &ds, t->err);
+		rc = scar_libsvm_load(path, 0, 0, &ds, t->c.err);
 	else
 		rc = scar_synth_regression((uint64_t)mu_get_int(config, "n"),
 					   (uint64_t)mu_get_int(config, "d"),
 					   mu_get_real(config, "noise"),
-					   (uint64_t)mu_get_int(config, "data_seed"), &ds, t->err);
+					   (uint64_t)mu_get_int(config, "data_seed"), &ds, t->c.err);
 	if (rc)
 		return rc;
 	if (!ds->target || !ds->n || !ds->d) {
-		rc = scar_error_set(t->err, SCAR_EINVAL, "ridge: data has no real targets");
+		rc = scar_error_set(t->c.err, SCAR_EINVAL, "ridge: data has no real targets");
 		goto out;
 	}
 	t->n = ds->n;
 	t->d = ds->d;
 	t->lambda = mu_get_real(config, "lambda");
-	t->lo = scar_dist_part_lo(t->n, t->R, t->P);
-	t->hi = scar_dist_part_lo(t->n, t->R + 1, t->P);
+	t->lo = scar_dist_part_lo(t->n, t->c.R, t->c.P);
+	t->hi = scar_dist_part_lo(t->n, t->c.R + 1, t->c.P);
 	t->x = malloc((t->hi - t->lo) * t->d * sizeof(*t->x) + 1);
 	t->y = malloc((t->hi - t->lo) * sizeof(*t->y) + 1);
 	t->g = calloc(t->d, sizeof(*t->g));
-	t->cnt = calloc(2 * (size_t)t->P, sizeof(*t->cnt));
-	t->displ = calloc(2 * (size_t)t->P, sizeof(*t->displ));
+	t->cnt = calloc(2 * (size_t)t->c.P, sizeof(*t->cnt));
+	t->displ = calloc(2 * (size_t)t->c.P, sizeof(*t->displ));
 	t->order = malloc(t->d * sizeof(*t->order));
-	pos = calloc(t->P, sizeof(*pos));
-	t->sbuf = malloc((t->d + t->P) * sizeof(*t->sbuf));
-	t->rbuf = malloc(((size_t)t->P * t->d + t->P) * sizeof(*t->rbuf));
+	pos = calloc(t->c.P, sizeof(*pos));
+	t->sbuf = malloc((t->d + t->c.P) * sizeof(*t->sbuf));
+	t->rbuf = malloc(((size_t)t->c.P * t->d + t->c.P) * sizeof(*t->rbuf));
 	if (!t->x || !t->y || !t->g || !t->cnt || !t->displ || !t->order || !pos ||
 	    !t->sbuf || !t->rbuf) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((uint64_t)t->P * t->d > INT_MAX) {
-		rc = scar_error_set(t->err, SCAR_EUNSUPPORTED, "ridge: too many features for MPI");
+	if ((uint64_t)t->c.P * t->d > INT_MAX) {
+		rc = scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "ridge: too many features for MPI");
 		goto out;
 	}
 	memcpy(t->x, ds->x + t->lo * t->d, (t->hi - t->lo) * t->d * sizeof(*t->x));
 	memcpy(t->y, ds->target + t->lo, (t->hi - t->lo) * sizeof(*t->y));
 	for (uint64_t r = 0; r < t->d; r++)
 		t->cnt[owner(t, r)]++;
-	for (uint32_t q = 1; q < t->P; q++)
+	for (uint32_t q = 1; q < t->c.P; q++)
 		t->displ[q] = t->displ[q - 1] + t->cnt[q - 1];
-	for (uint32_t q = 0; q < t->P; q++)
+	for (uint32_t q = 0; q < t->c.P; q++)
 		pos[q] = (uint64_t)t->displ[q];
 	for (uint64_t r = 0; r < t->d; r++)
 		t->order[pos[owner(t, r)]++] = r;
-	if (t->R == 0)
+	if (t->c.R == 0)
 		rc = ridge_eta(t, config, ds);
 	rc = agree(t, rc);
 	if (!rc)
@@ -544,7 +496,7 @@ out:
 
 static struct scar_tensor *mlr_w(const struct dt *t)
 {
-	return scar_state_find(t->st, "weights");
+	return scar_state_find(t->c.st, "weights");
 }
 
 /* Class-major working copy (as the model's wt), biases after mk * md. */
@@ -601,7 +553,7 @@ static double mlr_delta(const struct dt *t, uint64_t ex, float *p)
 static int mlr_objective(struct dt *t, double *out)
 {
 	uint64_t nb = (t->mn + t->mbatch - 1) / t->mbatch;
-	uint64_t lo = scar_dist_part_lo(nb, t->R, t->P), hi = scar_dist_part_lo(nb, t->R + 1, t->P);
+	uint64_t lo = scar_dist_part_lo(nb, t->c.R, t->c.P), hi = scar_dist_part_lo(nb, t->c.R + 1, t->c.P);
 	float *p = t->sd;
 	double *mine = t->bloss + nb;
 
@@ -614,13 +566,13 @@ static int mlr_objective(struct dt *t, double *out)
 			loss += mlr_delta(t, first + i, p);
 		mine[b - lo] = loss;
 	}
-	for (uint32_t q = 0; q < t->P; q++) {
-		t->bcnt[q] = (int)(scar_dist_part_lo(nb, q + 1, t->P) - scar_dist_part_lo(nb, q, t->P));
-		t->bdispl[q] = (int)scar_dist_part_lo(nb, q, t->P);
+	for (uint32_t q = 0; q < t->c.P; q++) {
+		t->bcnt[q] = (int)(scar_dist_part_lo(nb, q + 1, t->c.P) - scar_dist_part_lo(nb, q, t->c.P));
+		t->bdispl[q] = (int)scar_dist_part_lo(nb, q, t->c.P);
 	}
 	MPI_Allgatherv(mine, (int)(hi - lo), MPI_DOUBLE, t->bloss, t->bcnt, t->bdispl, MPI_DOUBLE,
 		       MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (hi - lo) * (t->P - 1);
+	t->comm_bytes += sizeof(double) * (hi - lo) * (t->c.P - 1);
 	{
 		double loss = 0;
 
@@ -633,34 +585,34 @@ static int mlr_objective(struct dt *t, double *out)
 
 static int mlr_step(struct dt *t)
 {
-	struct scar_tensor *wt = mlr_w(t), *ord = scar_state_find(t->st, "order");
-	struct scar_tensor *ep = scar_state_find(t->st, "epoch");
+	struct scar_tensor *wt = mlr_w(t), *ord = scar_state_find(t->c.st, "order");
+	struct scar_tensor *ep = scar_state_find(t->c.st, "epoch");
 	uint64_t epoch, d = t->md;
 	uint32_t k = t->mk, *order;
 	float lr, decay, *w = wt->data;
 	struct scar_rng r;
-	int rc, own = t->cnt[t->R], *rc2 = t->cnt + t->P, *rd2 = t->displ + t->P;
+	int rc, own = t->cnt[t->c.R], *rc2 = t->cnt + t->c.P, *rd2 = t->displ + t->c.P;
 
 	if (!ord || !ep || ord->dtype != SCAR_U32 || scar_tensor_elems(ord) != t->mn ||
 	    ep->dtype != SCAR_U64 || scar_tensor_elems(ep) != 1)
-		return scar_error_set(t->err, SCAR_EMISMATCH, "mlr: unexpected state layout");
-	if ((rc = mu_rng_get(t->st, &r, t->err)))
+		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mlr: unexpected state layout");
+	if ((rc = mu_rng_get(t->c.st, &r, t->c.err)))
 		return rc;
 	order = ord->data;
 	for (uint64_t i = 0; i < t->mn; i++)
 		if (order[i] >= t->mn)
-			return scar_error_set(t->err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
+			return scar_error_set(t->c.err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
 	epoch = *(uint64_t *)ep->data;
 	lr = (float)(t->lr0 / (1 + t->lr_decay * (double)epoch));
 	decay = (float)(1 - (double)lr * t->l2);
 	scar_rng_shuffle_u32(&r, order, t->mn);
-	for (uint32_t q = 0; q < t->P; q++) {
+	for (uint32_t q = 0; q < t->c.P; q++) {
 		rc2[q] = t->cnt[q] * (int)k;
 		rd2[q] = t->displ[q] * (int)k;
 	}
 	for (uint64_t b0 = 0; b0 < t->mn; b0 += t->mbatch) {
 		uint64_t bs = t->mn - b0 < t->mbatch ? t->mn - b0 : t->mbatch;
-		uint64_t lo = scar_dist_part_lo(bs, t->R, t->P), hi = scar_dist_part_lo(bs, t->R + 1, t->P);
+		uint64_t lo = scar_dist_part_lo(bs, t->c.R, t->c.P), hi = scar_dist_part_lo(bs, t->c.R + 1, t->c.P);
 		float scale = -lr / (float)bs, *sbuf = (float *)t->sbuf, *rbuf = (float *)t->rbuf;
 
 		mlr_to_work(t);
@@ -671,14 +623,14 @@ static int mlr_step(struct dt *t)
 			for (uint32_t c = 0; c < k; c++)
 				p[c] = scale * p[c];
 		}
-		for (uint32_t q = 0; q < t->P; q++) {
-			t->bcnt[q] = (int)((scar_dist_part_lo(bs, q + 1, t->P) -
-					    scar_dist_part_lo(bs, q, t->P)) * k);
-			t->bdispl[q] = (int)(scar_dist_part_lo(bs, q, t->P) * k);
+		for (uint32_t q = 0; q < t->c.P; q++) {
+			t->bcnt[q] = (int)((scar_dist_part_lo(bs, q + 1, t->c.P) -
+					    scar_dist_part_lo(bs, q, t->c.P)) * k);
+			t->bdispl[q] = (int)(scar_dist_part_lo(bs, q, t->c.P) * k);
 		}
 		MPI_Allgatherv(sbuf, (int)((hi - lo) * k), MPI_FLOAT, t->sd, t->bcnt, t->bdispl,
 			       MPI_FLOAT, MPI_COMM_WORLD);
-		t->comm_bytes += sizeof(float) * (hi - lo) * k * (t->P - 1);
+		t->comm_bytes += sizeof(float) * (hi - lo) * k * (t->c.P - 1);
 		/*
 		 * Owners: W_j <- decay W_j (not the bias row), then W_j += sd_i x_ij
 		 * example by example, so every element sees the model's additions
@@ -686,7 +638,7 @@ static int mlr_step(struct dt *t)
 		 */
 		if (decay != 1)
 			for (int a = 0; a < own; a++) {
-				uint64_t j = t->order[t->displ[t->R] + a];
+				uint64_t j = t->order[t->displ[t->c.R] + a];
 
 				for (uint32_t c = 0; j < d && c < k; c++)
 					w[j * k + c] *= decay;
@@ -695,7 +647,7 @@ static int mlr_step(struct dt *t)
 			const float *si = t->sd + i * k, *x = t->mx + order[b0 + i] * d;
 
 			for (int a = 0; a < own; a++) {
-				uint64_t j = t->order[t->displ[t->R] + a];
+				uint64_t j = t->order[t->displ[t->c.R] + a];
 				float *wj = w + j * k;
 
 				if (j < d) {
@@ -710,18 +662,18 @@ static int mlr_step(struct dt *t)
 			}
 		}
 		for (int a = 0; a < own; a++)
-			memcpy(sbuf + (size_t)a * k, w + t->order[t->displ[t->R] + a] * k,
+			memcpy(sbuf + (size_t)a * k, w + t->order[t->displ[t->c.R] + a] * k,
 			       k * sizeof(float));
 		MPI_Allgatherv(sbuf, own * (int)k, MPI_FLOAT, rbuf, rc2, rd2, MPI_FLOAT, MPI_COMM_WORLD);
-		t->comm_bytes += sizeof(float) * (uint64_t)own * k * (t->P - 1);
+		t->comm_bytes += sizeof(float) * (uint64_t)own * k * (t->c.P - 1);
 		for (uint64_t a = 0; a <= d; a++)
 			memcpy(w + t->order[a] * k, rbuf + a * k, k * sizeof(float));
 	}
 	for (uint64_t i = 0; i < (d + 1) * k; i++)
 		if (!isfinite(w[i]))
-			return scar_error_set(t->err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
+			return scar_error_set(t->c.err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
 	*(uint64_t *)ep->data = epoch + 1;
-	mu_rng_put(t->st, &r);
+	mu_rng_put(t->c.st, &r);
 	return 0;
 }
 
@@ -753,7 +705,7 @@ static int mlr_setup(struct dt *t, const json_t *cfg)
 
 	if (mu_get_str(cfg, "train_images")) {
 		rc = scar_idx_load(mu_get_str(cfg, "train_images"), mu_get_str(cfg, "train_labels"),
-				   &tr, t->err);
+				   &tr, t->c.err);
 		have_test = mu_get_str(cfg, "test_images") != NULL;
 	} else if (data) {
 		struct stat sb;
@@ -762,13 +714,13 @@ static int mlr_setup(struct dt *t, const json_t *cfg)
 			char *ti = mlr_idx_path(data, "train-images-idx3-ubyte");
 			char *tl = mlr_idx_path(data, "train-labels-idx1-ubyte");
 
-			rc = ti && tl ? scar_idx_load(ti, tl, &tr, t->err) :
-				scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+			rc = ti && tl ? scar_idx_load(ti, tl, &tr, t->c.err) :
+				scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 			free(ti);
 			free(tl);
 			have_test = 1;
 		} else {
-			rc = scar_libsvm_load(data, 0, 1, &tr, t->err);
+			rc = scar_libsvm_load(data, 0, 1, &tr, t->c.err);
 			have_test = mu_get_str(cfg, "test_data") != NULL;
 		}
 	} else {
@@ -777,7 +729,7 @@ static int mlr_setup(struct dt *t, const json_t *cfg)
 		rc = scar_synth_classification(n + nt, (uint64_t)mu_get_int(cfg, "d"),
 					       (uint32_t)mu_get_int(cfg, "classes"),
 					       mu_get_real(cfg, "sep"),
-					       (uint64_t)mu_get_int(cfg, "data_seed"), &tr, t->err);
+					       (uint64_t)mu_get_int(cfg, "data_seed"), &tr, t->c.err);
 		if (!rc && nt) {
 			tr->n = n;
 			have_test = 1;
@@ -786,14 +738,14 @@ static int mlr_setup(struct dt *t, const json_t *cfg)
 	if (rc)
 		goto out;
 	if (!tr->label || tr->classes < 2) {
-		rc = scar_error_set(t->err, SCAR_EINVAL, "mlr: training data needs labels of 2 classes or more");
+		rc = scar_error_set(t->c.err, SCAR_EINVAL, "mlr: training data needs labels of 2 classes or more");
 		goto out;
 	}
 	t->md = tr->d;
 	t->mx = malloc(tr->n * tr->d * sizeof(float) + 1);
 	t->my = malloc(tr->n * sizeof(uint32_t) + 1);
 	if (!t->mx || !t->my) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
 	if (have_test) {
@@ -813,7 +765,7 @@ static int mlr_setup(struct dt *t, const json_t *cfg)
 			}
 		t->mn = a;
 		if (!a || a == tr->n) {
-			rc = scar_error_set(t->err, SCAR_EINVAL, "mlr: %llu examples are too few to hold %g out",
+			rc = scar_error_set(t->c.err, SCAR_EINVAL, "mlr: %llu examples are too few to hold %g out",
 					    (unsigned long long)tr->n, frac);
 			goto out;
 		}
@@ -837,33 +789,33 @@ static int mlr_buffers(struct dt *t)
 	size_t big;
 
 	if (!w || w->dtype != SCAR_F32 || w->ndim != 2 || w->shape[0] != t->md + 1 || w->shape[1] < 2)
-		return scar_error_set(t->err, SCAR_EMISMATCH, "mlr: unexpected state layout");
+		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mlr: unexpected state layout");
 	t->mk = (uint32_t)w->shape[1];
 	rows = t->md + 1;
-	if (rows * t->mk * t->P > INT_MAX || t->mbatch * t->mk > INT_MAX)
-		return scar_error_set(t->err, SCAR_EUNSUPPORTED, "mlr: too many weights for MPI");
-	big = (rows > t->mbatch ? rows : t->mbatch) * t->mk + t->P;
+	if (rows * t->mk * t->c.P > INT_MAX || t->mbatch * t->mk > INT_MAX)
+		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "mlr: too many weights for MPI");
+	big = (rows > t->mbatch ? rows : t->mbatch) * t->mk + t->c.P;
 	t->sd = malloc(t->mbatch * t->mk * sizeof(float) + sizeof(float) * t->mk);
-	t->bcnt = calloc(t->P, sizeof(int));
-	t->bdispl = calloc(t->P, sizeof(int));
+	t->bcnt = calloc(t->c.P, sizeof(int));
+	t->bdispl = calloc(t->c.P, sizeof(int));
 	t->bloss = malloc(2 * (nb + 1) * sizeof(double));
 	t->wt = malloc(((size_t)t->mk * t->md + t->mk) * sizeof(float));
 	t->sbuf = malloc(big * sizeof(double));
 	t->rbuf = malloc(big * sizeof(double));
-	t->cnt = calloc(2 * (size_t)t->P, sizeof(*t->cnt));
-	t->displ = calloc(2 * (size_t)t->P, sizeof(*t->displ));
+	t->cnt = calloc(2 * (size_t)t->c.P, sizeof(*t->cnt));
+	t->displ = calloc(2 * (size_t)t->c.P, sizeof(*t->displ));
 	t->order = malloc(rows * sizeof(*t->order));
-	pos = calloc(t->P, sizeof(*pos));
+	pos = calloc(t->c.P, sizeof(*pos));
 	if (!t->sd || !t->bcnt || !t->bdispl || !t->bloss || !t->wt || !t->sbuf || !t->rbuf ||
 	    !t->cnt || !t->displ || !t->order || !pos) {
 		free(pos);
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 	}
 	for (uint64_t r = 0; r < rows; r++)
 		t->cnt[owner(t, r)]++;
-	for (uint32_t q = 1; q < t->P; q++)
+	for (uint32_t q = 1; q < t->c.P; q++)
 		t->displ[q] = t->displ[q - 1] + t->cnt[q - 1];
-	for (uint32_t q = 0; q < t->P; q++)
+	for (uint32_t q = 0; q < t->c.P; q++)
 		pos[q] = (uint64_t)t->displ[q];
 	for (uint64_t r = 0; r < rows; r++)
 		t->order[pos[owner(t, r)]++] = r;
@@ -915,11 +867,11 @@ static int sync_table(struct dt *t, double *v, uint64_t rows, uint64_t cols)
 /* Gather the two named param tensors of the state from their owners. */
 static int sync_two(struct dt *t, const char *a, const char *b)
 {
-	struct scar_tensor *v[2] = { scar_state_find(t->st, a), scar_state_find(t->st, b) };
+	struct scar_tensor *v[2] = { scar_state_find(t->c.st, a), scar_state_find(t->c.st, b) };
 	struct scar_state ps;
 
 	if (!v[0] || !v[1])
-		return scar_error_set(t->err, SCAR_EMISMATCH, "mf: unexpected state layout");
+		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mf: unexpected state layout");
 	memset(&ps, 0, sizeof(ps));
 	ps.ntensors = 2;
 	ps.tensors = v;
@@ -932,25 +884,25 @@ static int mf_step(struct dt *t)
 	double s = 0;
 	int rc;
 
-	if ((rc = scar_mf_params(t->m, t->st, &x, t->err)))
+	if ((rc = scar_mf_params(t->c.m, t->c.st, &x, t->c.err)))
 		return rc;
 	for (uint32_t k = 0; k < t->mf_nu; k++)
-		scar_mf_solve_user(t->m, &x, t->mf_u[k]);
+		scar_mf_solve_user(t->c.m, &x, t->mf_u[k]);
 	if ((rc = sync_two(t, "user_factors", "user_bias")))
 		return rc;
 	for (uint32_t k = 0; k < t->mf_ni; k++)
-		scar_mf_solve_item(t->m, &x, t->mf_i[k]);
+		scar_mf_solve_item(t->c.m, &x, t->mf_i[k]);
 	if ((rc = sync_two(t, "item_factors", "item_bias")))
 		return rc;
 	for (uint32_t k = 0; k < t->mf_nu; k++)
-		t->mf_uv[t->mf_u[k]] = scar_mf_user_resid(t->m, &x, t->mf_u[k]);
+		t->mf_uv[t->mf_u[k]] = scar_mf_user_resid(t->c.m, &x, t->mf_u[k]);
 	if ((rc = sync_table(t, t->mf_uv, t->mfi.users, 1)))
 		return rc;
 	for (uint32_t u = 0; u < t->mfi.users; u++)
 		s += t->mf_uv[u];
-	*x.mu = scar_mf_mean(t->m, s);
+	*x.mu = scar_mf_mean(t->c.m, s);
 	if (!isfinite(*x.mu))
-		return scar_error_set(t->err, SCAR_EDIVERGED, "mf: parameters diverged");
+		return scar_error_set(t->c.err, SCAR_EDIVERGED, "mf: parameters diverged");
 	return 0;
 }
 
@@ -960,16 +912,16 @@ static int mf_objective(struct dt *t, double *out)
 	double e = 0, pen = 0;
 	int rc;
 
-	if ((rc = scar_mf_params(t->m, t->st, &x, t->err)))
+	if ((rc = scar_mf_params(t->c.m, t->c.st, &x, t->c.err)))
 		return rc;
 	for (uint32_t k = 0; k < t->mf_nu; k++) {
 		uint32_t u = t->mf_u[k];
 
-		t->mf_uv[2 * (size_t)u] = scar_mf_user_sse(t->m, &x, u);
-		t->mf_uv[2 * (size_t)u + 1] = scar_mf_user_pen(t->m, &x, u);
+		t->mf_uv[2 * (size_t)u] = scar_mf_user_sse(t->c.m, &x, u);
+		t->mf_uv[2 * (size_t)u + 1] = scar_mf_user_pen(t->c.m, &x, u);
 	}
 	for (uint32_t k = 0; k < t->mf_ni; k++)
-		t->mf_iv[t->mf_i[k]] = scar_mf_item_pen(t->m, &x, t->mf_i[k]);
+		t->mf_iv[t->mf_i[k]] = scar_mf_item_pen(t->c.m, &x, t->mf_i[k]);
 	if ((rc = sync_table(t, t->mf_uv, t->mfi.users, 2)) ||
 	    (rc = sync_table(t, t->mf_iv, t->mfi.items, 1)))
 		return rc;
@@ -979,28 +931,28 @@ static int mf_objective(struct dt *t, double *out)
 		pen += t->mf_uv[2 * (size_t)u + 1];
 	for (uint32_t i = 0; i < t->mfi.items; i++)
 		pen += t->mf_iv[i];
-	*out = scar_mf_objective_of(t->m, e, pen);
+	*out = scar_mf_objective_of(t->c.m, e, pen);
 	return 0;
 }
 
 /* The model on every rank (it loaded the ratings); the rows this rank owns. */
 static int mf_setup(struct dt *t)
 {
-	scar_mf_info(t->m, &t->mfi);
+	scar_mf_info(t->c.m, &t->mfi);
 	if (t->mfi.sgd)
-		return scar_error_set(t->err, SCAR_EUNSUPPORTED,
+		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED,
 				      "mf: solver 'sgd' does not run distributed (an epoch is one chain of updates, each on the last; use solver=als)");
 	t->mf_u = malloc(((size_t)t->mfi.users + 1) * sizeof(*t->mf_u));
 	t->mf_i = malloc(((size_t)t->mfi.items + 1) * sizeof(*t->mf_i));
 	t->mf_uv = calloc(2 * (size_t)t->mfi.users + 1, sizeof(*t->mf_uv));
 	t->mf_iv = calloc((size_t)t->mfi.items + 1, sizeof(*t->mf_iv));
 	if (!t->mf_u || !t->mf_i || !t->mf_uv || !t->mf_iv)
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 	for (uint32_t u = 0; u < t->mfi.users; u++)
-		if (owner(t, u) == t->R)
+		if (owner(t, u) == t->c.R)
 			t->mf_u[t->mf_nu++] = u;
 	for (uint32_t i = 0; i < t->mfi.items; i++)
-		if (owner(t, i) == t->R)
+		if (owner(t, i) == t->c.R)
 			t->mf_i[t->mf_ni++] = i;
 	return 0;
 }
@@ -1023,7 +975,7 @@ static int mf_setup(struct dt *t)
 static void lda_blocks(const struct dt *t, uint32_t q, uint64_t *d0, uint64_t *d1)
 {
 	uint32_t W = t->ldi.workers;
-	uint64_t b0 = scar_dist_part_lo(W, q, t->P), b1 = scar_dist_part_lo(W, q + 1, t->P);
+	uint64_t b0 = scar_dist_part_lo(W, q, t->c.P), b1 = scar_dist_part_lo(W, q + 1, t->c.P);
 
 	*d0 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b0, W);
 	*d1 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b1, W);
@@ -1032,21 +984,21 @@ static void lda_blocks(const struct dt *t, uint32_t q, uint64_t *d0, uint64_t *d
 static int lda_step(struct dt *t)
 {
 	uint32_t W = t->ldi.workers;
-	uint64_t seed, b0 = scar_dist_part_lo(W, t->R, t->P), b1 = scar_dist_part_lo(W, t->R + 1, t->P);
-	struct scar_tensor *z = scar_state_find(t->st, "z");
+	uint64_t seed, b0 = scar_dist_part_lo(W, t->c.R, t->c.P), b1 = scar_dist_part_lo(W, t->c.R + 1, t->c.P);
+	struct scar_tensor *z = scar_state_find(t->c.st, "z");
 	int rc;
 
 	/* W = 1 is one sequential chain of draws: every rank runs it itself. */
 	if (W == 1)
-		return t->def->step(t->m, t->st, t->err);
-	if ((rc = scar_lda_sweep_begin(t->m, t->st, &seed, t->err)))
+		return t->c.def->step(t->c.m, t->c.st, t->c.err);
+	if ((rc = scar_lda_sweep_begin(t->c.m, t->c.st, &seed, t->c.err)))
 		return rc;
 	if (!z || z->dtype != SCAR_U32 || scar_tensor_elems(z) != t->ldi.tokens)
-		return scar_error_set(t->err, SCAR_EMISMATCH, "lda: unexpected state layout");
+		return scar_error_set(t->c.err, SCAR_EMISMATCH, "lda: unexpected state layout");
 	for (uint64_t b = b0; b < b1; b++)
-		if ((rc = scar_lda_sample_block(t->m, t->st, (uint32_t)b, seed, t->err)))
+		if ((rc = scar_lda_sample_block(t->c.m, t->c.st, (uint32_t)b, seed, t->c.err)))
 			return rc;
-	for (uint32_t q = 0; q < t->P; q++) {
+	for (uint32_t q = 0; q < t->c.P; q++) {
 		uint64_t d0, d1;
 
 		lda_blocks(t, q, &d0, &d1);
@@ -1055,57 +1007,61 @@ static int lda_step(struct dt *t)
 	}
 	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z->data, t->ld_cnt, t->ld_displ,
 		       MPI_UINT32_T, MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(uint32_t) * (uint64_t)t->ld_cnt[t->R] * (t->P - 1);
-	return scar_lda_sweep_end(t->m, t->st, t->err);
+	t->comm_bytes += sizeof(uint32_t) * (uint64_t)t->ld_cnt[t->c.R] * (t->c.P - 1);
+	return scar_lda_sweep_end(t->c.m, t->c.st, t->c.err);
 }
 
 static int lda_objective(struct dt *t, double *out)
 {
-	uint64_t d0 = scar_dist_part_lo(t->ldi.docs, t->R, t->P);
-	uint64_t d1 = scar_dist_part_lo(t->ldi.docs, t->R + 1, t->P);
+	uint64_t d0 = scar_dist_part_lo(t->ldi.docs, t->c.R, t->c.P);
+	uint64_t d1 = scar_dist_part_lo(t->ldi.docs, t->c.R + 1, t->c.P);
 	double sum = 0;
 	int rc;
 
-	if ((rc = scar_lda_doc_logliks(t->m, t->st, d0, d1, t->ld_ll + d0, t->err)))
+	if ((rc = scar_lda_doc_logliks(t->c.m, t->c.st, d0, d1, t->ld_ll + d0, t->c.err)))
 		return rc;
-	for (uint32_t q = 0; q < t->P; q++) {
-		t->ld_cnt[q] = (int)(scar_dist_part_lo(t->ldi.docs, q + 1, t->P) -
-				     scar_dist_part_lo(t->ldi.docs, q, t->P));
-		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->P);
+	for (uint32_t q = 0; q < t->c.P; q++) {
+		t->ld_cnt[q] = (int)(scar_dist_part_lo(t->ldi.docs, q + 1, t->c.P) -
+				     scar_dist_part_lo(t->ldi.docs, q, t->c.P));
+		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->c.P);
 	}
 	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, t->ld_ll, t->ld_cnt, t->ld_displ,
 		       MPI_DOUBLE, MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (d1 - d0) * (t->P - 1);
+	t->comm_bytes += sizeof(double) * (d1 - d0) * (t->c.P - 1);
 	for (uint64_t d = 0; d < t->ldi.docs; d++)
 		sum += t->ld_ll[d];
-	*out = scar_lda_objective_of(t->m, sum);
+	*out = scar_lda_objective_of(t->c.m, sum);
 	return 0;
 }
 
 /* The model on every rank (it loaded the corpus); the buffers. */
 static int lda_setup(struct dt *t)
 {
-	scar_lda_info(t->m, &t->ldi);
+	scar_lda_info(t->c.m, &t->ldi);
 	if (t->ldi.tokens > INT_MAX || t->ldi.docs > INT_MAX)
-		return scar_error_set(t->err, SCAR_EUNSUPPORTED, "lda: too many tokens for MPI");
+		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "lda: too many tokens for MPI");
 	t->ld_ll = malloc((t->ldi.docs + 1) * sizeof(*t->ld_ll));
-	t->ld_cnt = calloc(t->P, sizeof(*t->ld_cnt));
-	t->ld_displ = calloc(t->P, sizeof(*t->ld_displ));
+	t->ld_cnt = calloc(t->c.P, sizeof(*t->ld_cnt));
+	t->ld_displ = calloc(t->c.P, sizeof(*t->ld_displ));
 	if (!t->ld_ll || !t->ld_cnt || !t->ld_displ)
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 	return 0;
 }
 
 /* ---- the workload behind the trainer ---- */
 
-static int wl_objective(struct dt *t, double *out)
+static int wl_objective(struct scar_train_ctx *c, double *out)
 {
+	struct dt *t = dt_of(c);
+
 	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) :
 		t->lda ? lda_objective(t, out) : ridge_objective(t, out);
 }
 
-static int wl_step(struct dt *t)
+static int wl_step(struct scar_train_ctx *c)
 {
+	struct dt *t = dt_of(c);
+
 	return t->mlr ? mlr_step(t) : t->mf ? mf_step(t) : t->lda ? lda_step(t) : ridge_step(t);
 }
 
@@ -1124,20 +1080,20 @@ struct tmeta {
  */
 static int bcast_state(struct dt *t)
 {
-	uint64_t nt = t->R == 0 ? t->st->ntensors : 0, iter = t->R == 0 ? t->st->iteration : 0;
+	uint64_t nt = t->c.R == 0 ? t->c.st->ntensors : 0, iter = t->c.R == 0 ? t->c.st->iteration : 0;
 	int rc = 0;
 
 	MPI_Bcast(&nt, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	MPI_Bcast(&iter, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-	if (t->R != 0)
-		t->st->iteration = iter;
+	if (t->c.R != 0)
+		t->c.st->iteration = iter;
 	for (uint64_t i = 0; i < nt; i++) {
 		struct tmeta mt;
 		struct scar_tensor *x;
 
 		memset(&mt, 0, sizeof(mt));
-		if (t->R == 0) {
-			x = t->st->tensors[i];
+		if (t->c.R == 0) {
+			x = t->c.st->tensors[i];
 			snprintf(mt.name, sizeof(mt.name), "%s", x->name);
 			mt.dtype = x->dtype;
 			mt.role = x->role;
@@ -1145,17 +1101,17 @@ static int bcast_state(struct dt *t)
 			memcpy(mt.shape, x->shape, sizeof(mt.shape));
 		}
 		MPI_Bcast(&mt, (int)sizeof(mt), MPI_BYTE, 0, MPI_COMM_WORLD);
-		if (t->R != 0 && !rc) {
+		if (t->c.R != 0 && !rc) {
 			rc = scar_tensor_new(&x, mt.name, (enum scar_dtype)mt.dtype,
-					     (enum scar_role)mt.role, mt.ndim, mt.shape, t->err);
+					     (enum scar_role)mt.role, mt.ndim, mt.shape, t->c.err);
 			if (!rc)
-				rc = scar_state_add(t->st, x, t->err);
+				rc = scar_state_add(t->c.st, x, t->c.err);
 		}
 	}
 	if ((rc = agree(t, rc)))
 		return rc;
 	for (uint64_t i = 0; i < nt; i++) {
-		struct scar_tensor *x = t->st->tensors[i];
+		struct scar_tensor *x = t->c.st->tensors[i];
 		char *p = x->data;
 		size_t left = scar_tensor_bytes(x);
 
@@ -1170,143 +1126,21 @@ static int bcast_state(struct dt *t)
 	return 0;
 }
 
-static int build_fresh(struct dt *t, json_t *config, struct scar_state **out)
-{
-	int rc;
-
-	if ((rc = scar_state_new(out, t->def->name, t->err)))
-		return rc;
-	json_decref((*out)->config);
-	(*out)->config = json_incref(config);
-	(*out)->shards = t->o->shards;
-	return t->def->init_state(t->m, *out, t->err);
-}
-
-/* The resumed state must have exactly the tensors a fresh one would (rank 0 checks). */
-static int check_layout(struct dt *t, json_t *config)
-{
-	struct scar_state *fresh = NULL;
-	int rc = build_fresh(t, config, &fresh);
-
-	if (!rc && fresh->ntensors != t->st->ntensors)
-		rc = scar_error_set(t->err, SCAR_EMISMATCH,
-				    "checkpoint has %zu tensors, model '%s' expects %zu",
-				    t->st->ntensors, t->def->name, fresh->ntensors);
-	for (size_t i = 0; !rc && i < fresh->ntensors; i++) {
-		const struct scar_tensor *a = fresh->tensors[i], *b = t->st->tensors[i];
-
-		if (strcmp(a->name, b->name) || !scar_tensor_same_layout(a, b) || a->role != b->role)
-			rc = scar_error_set(t->err, SCAR_EMISMATCH,
-					    "checkpoint tensor '%s' does not match model '%s' tensor '%s'",
-					    b->name, t->def->name, a->name);
-		else if (b->present)
-			rc = scar_error_set(t->err, SCAR_EINVAL,
-					    "cannot resume from a partial checkpoint (tensor '%s' lacks rows); apply it over a full one first",
-					    b->name);
-	}
-	scar_state_free(fresh);
-	return rc;
-}
-
 /* ---- checkpoints ---- */
 
 /*
- * The rows the policy saves now, the same on every rank. Priorities are
- * computed by each row's owner and gathered, so every rank ranks all rows.
+ * Priorities for the shared row selection: computed by each row's owner and
+ * gathered, so every rank ranks all rows.
  */
-static int select_rows(struct dt *t, size_t ti, uint8_t *sel, uint64_t ncp)
+static int priorities(struct scar_train_ctx *c, size_t ti, double *pv)
 {
-	const struct scar_train_opts *o = t->o;
-	struct scar_tensor *x = t->st->tensors[ti];
-	uint64_t rows = scar_tensor_rows(x), n = scar_train_policy_rows(o, rows);
+	struct dt *t = dt_of(c);
+	const struct scar_tensor *x = c->st->tensors[ti], *sv = c->saved->tensors[ti];
+	uint64_t rows = scar_tensor_rows(x);
 
-	memset(sel, 0, rows);
-	if (n == rows) {
-		memset(sel, 1, rows);
-		return 0;
-	}
-	switch (o->policy) {
-	case SCAR_POLICY_ROUND_ROBIN: {
-		uint64_t start = ((ncp % rows) * (n % rows)) % rows;
-
-		for (uint64_t i = 0; i < n; i++)
-			sel[(start + i) % rows] = 1;
-		return 0;
-	}
-	case SCAR_POLICY_RANDOM: {
-		struct scar_rng rng;
-		uint32_t *idx = malloc(rows * sizeof(*idx));
-
-		if (!idx)
-			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
-				     SCAR_STREAM_RANDOM_POLICY + (t->st->iteration << 4));
-		for (uint64_t i = 0; i < rows; i++)
-			idx[i] = (uint32_t)i;
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t j = i + scar_rng_below(&rng, rows - i);
-			uint32_t tmp = idx[i];
-
-			idx[i] = idx[j];
-			idx[j] = tmp;
-			sel[idx[i]] = 1;
-		}
-		free(idx);
-		return 0;
-	}
-	case SCAR_POLICY_PRIORITY: {
-		const struct scar_tensor *sv = t->saved->tensors[ti];
-		struct scar_prio *pr = malloc(rows * sizeof(*pr));
-		struct scar_tensor pt;
-		struct scar_state ps;
-		struct scar_tensor *ptp = &pt;
-		double *pv = malloc(rows * sizeof(*pv) + 1);
-		int rc;
-
-		if (!pr || !pv) {
-			free(pr);
-			free(pv);
-			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		}
-		for (uint64_t r = 0; r < rows; r++)
-			pv[r] = owner(t, r) == t->R ? scar_row_priority(x, sv, r) : 0;
-		/* Gather the owners' priorities as a one-column param tensor. */
-		memset(&pt, 0, sizeof(pt));
-		pt.dtype = SCAR_F64;
-		pt.role = SCAR_ROLE_PARAM;
-		pt.ndim = 1;
-		pt.shape[0] = rows;
-		pt.data = pv;
-		memset(&ps, 0, sizeof(ps));
-		ps.ntensors = 1;
-		ps.tensors = &ptp;
-		rc = sync_params(t, &ps);
-		for (uint64_t r = 0; r < rows; r++) {
-			pr[r].p = isnan(pv[r]) ? INFINITY : pv[r];	/* as in one process */
-			pr[r].row = r;
-		}
-		free(pv);
-		if (rc) {
-			free(pr);
-			return rc;
-		}
-		scar_prio_select(pr, rows, n);
-		for (uint64_t i = 0; i < n; i++)
-			sel[pr[i].row] = 1;
-		free(pr);
-		return 0;
-	}
-	default:
-		memset(sel, 1, rows);
-		return 0;
-	}
-}
-
-static int set_extra(struct dt *t, struct scar_state *s)
-{
-	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)t->clock)))
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-	return 0;
+	for (uint64_t r = 0; r < rows; r++)
+		pv[r] = owner(t, r) == c->R ? scar_row_priority(x, sv, r) : 0;
+	return sync_table(t, pv, rows, 1);
 }
 
 /*
@@ -1322,37 +1156,37 @@ static int write_dist(struct dt *t, const struct scar_state *view, int partial, 
 	int rc = 0;
 
 	scar_ckpt_save_opts_init(&so);
-	so.compress = t->o->ckpt_compress;
-	so.sync = t->o->ckpt_sync;
-	if (scar_dist_rank_file_name(name, sizeof(name), view->iteration, t->R) ||
-	    (size_t)snprintf(path, sizeof(path), "%s/%s", t->o->ckpt_dir, name) >= sizeof(path))
-		rc = scar_error_set(t->err, SCAR_EINVAL, "checkpoint directory name too long");
+	so.compress = t->c.o->ckpt_compress;
+	so.sync = t->c.o->ckpt_sync;
+	if (scar_dist_rank_file_name(name, sizeof(name), view->iteration, t->c.R) ||
+	    (size_t)snprintf(path, sizeof(path), "%s/%s", t->c.o->ckpt_dir, name) >= sizeof(path))
+		rc = scar_error_set(t->c.err, SCAR_EINVAL, "checkpoint directory name too long");
 	if (!rc)
-		rc = scar_ckpt_save(view, path, &so, t->err);
+		rc = scar_ckpt_save(view, path, &so, t->c.err);
 	if (!rc)
-		rc = scar_dist_file_crc(path, &mine.size, &mine.crc, t->err);
+		rc = scar_dist_file_crc(path, &mine.size, &mine.crc, t->c.err);
 	if ((rc = agree(t, rc)))
 		return rc;
-	if (t->R == 0 && !(all = calloc(t->P, sizeof(*all))))
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	if (t->c.R == 0 && !(all = calloc(t->c.P, sizeof(*all))))
+		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 	MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, 0,
 		   MPI_COMM_WORLD);
 	*bytes = 0;
-	if (t->R == 0 && !rc) {
+	if (t->c.R == 0 && !rc) {
 		struct scar_dist_manifest m;
 
 		memset(&m, 0, sizeof(m));
 		snprintf(m.model, sizeof(m.model), "%s", view->model);
 		m.iteration = view->iteration;
-		m.clock = t->clock;
-		m.ranks = t->P;
+		m.clock = t->c.clock;
+		m.ranks = t->c.P;
 		m.shards = view->shards;
 		m.partial = partial;
-		m.nfiles = t->P;
-		m.files = calloc(t->P, sizeof(*m.files));
+		m.nfiles = t->c.P;
+		m.files = calloc(t->c.P, sizeof(*m.files));
 		if (!m.files)
-			rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		for (uint32_t q = 0; !rc && q < t->P; q++) {
+			rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
+		for (uint32_t q = 0; !rc && q < t->c.P; q++) {
 			scar_dist_rank_file_name(m.files[q].name, sizeof(m.files[q].name),
 						 view->iteration, q);
 			m.files[q].rank = q;
@@ -1361,11 +1195,11 @@ static int write_dist(struct dt *t, const struct scar_state *view, int partial, 
 			*bytes += all[q].size;
 		}
 		if (!rc && (scar_dist_manifest_name(name, sizeof(name), view->iteration) ||
-			    (size_t)snprintf(path, sizeof(path), "%s/%s", t->o->ckpt_dir, name) >=
+			    (size_t)snprintf(path, sizeof(path), "%s/%s", t->c.o->ckpt_dir, name) >=
 			    sizeof(path)))
-			rc = scar_error_set(t->err, SCAR_EINVAL, "checkpoint directory name too long");
+			rc = scar_error_set(t->c.err, SCAR_EINVAL, "checkpoint directory name too long");
 		if (!rc)
-			rc = scar_dist_manifest_write(path, &m, so.sync, t->err);
+			rc = scar_dist_manifest_write(path, &m, so.sync, t->c.err);
 		free(m.files);
 	}
 	free(all);
@@ -1378,22 +1212,24 @@ static int write_dist(struct dt *t, const struct scar_state *view, int partial, 
 /*
  * A checkpoint now: full (rank 0's file adds the state tensors; the whole
  * state becomes the base of full recovery) or partial (the selected rows).
+ * Every rank writes a file of its own rows, where one process writes one
+ * file of the whole state.
  */
-static int checkpoint(struct dt *t, int full)
+static int checkpoint(struct scar_train_ctx *c, int full)
 {
-	struct scar_state *st = t->st, view;
+	struct dt *t = dt_of(c);
+	struct scar_state *st = t->c.st, view;
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	uint64_t rows_written = 0, bytes = 0, file_bytes = 0, ncp;
-	double t1 = now(), secs;
+	double t1 = scar_train_now();
 	size_t nv = 0;
 	int rc = 0;
-	json_t *rec;
 
-	ncp = st->iteration / scar_train_policy_period(t->o);
+	ncp = st->iteration / scar_train_policy_period(t->c.o);
 	vt = calloc(st->ntensors, sizeof(*vt));
 	vp = calloc(st->ntensors, sizeof(*vp));
 	if (!vt || !vp) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < st->ntensors; i++) {
@@ -1403,7 +1239,7 @@ static int checkpoint(struct dt *t, int full)
 		uint8_t *sel;
 
 		if (!is_param(x)) {
-			if (full && t->R == 0) {
+			if (full && t->c.R == 0) {
 				vt[nv] = *x;
 				vt[nv].present = NULL;
 				vp[nv] = &vt[nv];
@@ -1416,59 +1252,45 @@ static int checkpoint(struct dt *t, int full)
 		vp[nv] = &vt[nv];
 		nv++;
 		if (!sel) {
-			rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+			rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 			goto out;
 		}
 		if (full)
 			memset(sel, 1, rows);
-		else if ((rc = select_rows(t, i, sel, ncp)))
+		else if ((rc = scar_train_select_rows(c, i, sel, ncp)))
 			goto out;
 		for (uint64_t r = 0; r < rows; r++) {
 			if (!sel[r])
 				continue;
 			if (!full)
-				memcpy(scar_tensor_row(t->saved->tensors[i], r), scar_tensor_row(x, r), rb);
+				memcpy(scar_tensor_row(t->c.saved->tensors[i], r), scar_tensor_row(x, r), rb);
 			rows_written++;
 			bytes += rb;
 			/* This rank's file holds only its own rows. */
-			sel[r] = owner(t, r) == t->R;
+			sel[r] = owner(t, r) == t->c.R;
 		}
 		if (full)
-			memcpy(t->saved->tensors[i]->data, x->data, scar_tensor_bytes(x));
+			memcpy(t->c.saved->tensors[i]->data, x->data, scar_tensor_bytes(x));
 	}
-	if ((rc = set_extra(t, st)))
+	if ((rc = scar_train_set_clock(c, st)))
 		goto out;
 	if (full) {
-		struct scar_state *c;
+		struct scar_state *s;
 
-		if ((rc = scar_state_clone(&c, st, t->err)))
+		if ((rc = scar_state_clone(&s, st, t->c.err)))
 			goto out;
-		scar_state_free(t->last_full);
-		t->last_full = c;
+		scar_state_free(t->c.last_full);
+		t->c.last_full = s;
 	}
-	if (t->o->ckpt_dir) {
+	if (t->c.o->ckpt_dir) {
 		view = *st;
 		view.ntensors = nv;
 		view.tensors = vp;
 		if ((rc = write_dist(t, &view, !full, &file_bytes)))
 			goto out;
 	}
-	secs = now() - t1;
-	t->res->checkpoints++;
-	t->res->checkpoint_rows += rows_written;
-	t->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
-	t->res->checkpoint_seconds += secs;
-	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
-			"iter", (json_int_t)t->clock, "state_iter", (json_int_t)st->iteration,
-			"policy", full && t->o->policy != SCAR_POLICY_FULL ? "full" :
-				scar_policy_name(t->o->policy),
-			"kind", full ? "full" : "partial", "rows", (json_int_t)rows_written,
-			"bytes", (json_int_t)(file_bytes ? file_bytes : bytes));
-	if (rec && t->o->ckpt_dir)
-		json_object_set_new(rec, "files", json_integer((json_int_t)t->P));
-	if (rec && t->o->timing)
-		json_object_set_new(rec, "seconds", json_real(secs));
-	rc = emit(t, rec);
+	rc = scar_train_emit(c, scar_train_checkpoint_record(c, full, rows_written, bytes, file_bytes,
+							     scar_train_now() - t1, 0));
 out:
 	for (size_t i = 0; vt && i < nv; i++)
 		if (is_param(&vt[i]))
@@ -1478,235 +1300,37 @@ out:
 	return rc;
 }
 
-/* ---- failures and recovery ---- */
+/* ---- the hooks of the shared trainer ---- */
 
-/*
- * The owners of the lost shards destroy those rows (NaN, or zero for
- * recovery "none") and restore them from their saved view (partial), or
- * every rank rolls back to the last full checkpoint (full). Then every
- * worker's copy is refreshed from the owners.
- */
-static int fail_and_recover(struct dt *t)
+/* After the owners restored their lost rows (train_common.c): every worker's copy from the owners. */
+static int sync_recovered(struct scar_train_ctx *c)
 {
-	struct scar_state *st = t->st, *pre = NULL;
-	uint32_t S = t->S;
-	uint8_t *lost = malloc(S), *rlost = calloc(t->P, 1);
-	uint64_t rows_lost = 0, pre_iter = st->iteration;
-	json_t *shards = json_array(), *ranks = json_array(), *rec;
-	double d2 = 0;
-	int rc = 0;
+	struct dt *t = dt_of(c);
+	int rc = sync_params(t, c->st);
 
-	if (!lost || !rlost || !shards || !ranks) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = scar_train_pick_shards(t->o, t->S, t->clock, lost, t->err)))
-		goto out;
-	for (uint32_t s = 0; s < S; s++)
-		if (lost[s]) {
-			json_array_append_new(shards, json_integer(s));
-			rlost[scar_dist_shard_owner(s, t->P)] = 1;
-		}
-	for (uint32_t q = 0; q < t->P; q++)
-		if (rlost[q])
-			json_array_append_new(ranks, json_integer(q));
-	if ((rc = scar_state_clone(&pre, st, t->err)))
-		goto out;
-	for (size_t i = 0; i < st->ntensors; i++) {
-		struct scar_tensor *x = st->tensors[i];
-		size_t rb = scar_tensor_row_bytes(x);
-
-		if (!is_param(x))
-			continue;
-		for (uint64_t r = 0; r < scar_tensor_rows(x); r++) {
-			if (!lost[scar_shard_of_row(r, S)])
-				continue;
-			rows_lost++;
-			if (owner(t, r) == t->R)
-				memset(scar_tensor_row(x, r),
-				       t->o->recovery == SCAR_RECOVER_NONE ? 0 : 0xff, rb);
-		}
-	}
-	t->res->failures++;
-	t->last_fail_clock = t->clock;
-	rec = json_pack("{s:s, s:I, s:I, s:O, s:I, s:O}", "type", "failure", "iter",
-			(json_int_t)t->clock, "state_iter", (json_int_t)st->iteration, "shards", shards,
-			"rows_lost", (json_int_t)rows_lost, "ranks", ranks);
-	if ((rc = emit(t, rec)))
-		goto out;
-
-	if (t->o->recovery == SCAR_RECOVER_FULL) {
-		struct scar_state *c;
-
-		if ((rc = scar_state_clone(&c, t->last_full, t->err)))
-			goto out;
-		scar_state_free(t->st);
-		t->st = st = c;
-	} else if (t->o->recovery == SCAR_RECOVER_PARTIAL) {
-		for (size_t i = 0; i < st->ntensors; i++) {
-			struct scar_tensor *x = st->tensors[i];
-			size_t rb = scar_tensor_row_bytes(x);
-
-			if (!is_param(x))
-				continue;
-			for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
-				if (lost[scar_shard_of_row(r, S)] && owner(t, r) == t->R)
-					memcpy(scar_tensor_row(x, r),
-					       scar_tensor_row(t->saved->tensors[i], r), rb);
-		}
-	}
-	if ((rc = sync_params(t, st)))
-		goto out;
 	t->valid = 0;
-	for (size_t i = 0; i < st->ntensors; i++) {
-		struct scar_tensor *x = st->tensors[i];
-
-		if (is_param(x))
-			d2 += sqdist(x, x->data, pre->tensors[i]->data, 0, scar_tensor_elems(x));
-	}
-	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I}", "type", "recovery",
-			"iter", (json_int_t)t->clock, "strategy", scar_recovery_name(t->o->recovery),
-			"shards", shards,
-			"rows_restored", (json_int_t)(t->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
-			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
-			"resume_state_iter", (json_int_t)st->iteration);
-	rc = emit(t, rec);
-out:
-	scar_state_free(pre);
-	json_decref(shards);
-	json_decref(ranks);
-	free(lost);
-	free(rlost);
 	return rc;
 }
 
-/* ---- the loop ---- */
-
-static int record_iteration(struct dt *t, double step2, int first)
+static int agree_hook(struct scar_train_ctx *c, int rc)
 {
-	double obj, v;
-	json_t *rec;
-	int rc;
-
-	if ((rc = wl_objective(t, &obj)))
-		return rc;
-	/* obj and step2 are the same on every rank, so all stop together. */
-	if (!isfinite(obj) || (!first && !isfinite(step2)))
-		return scar_error_set(t->err, SCAR_EDIVERGED,
-				      "training diverged at iteration %llu (objective %g)",
-				      (unsigned long long)t->clock, obj);
-	if ((rc = push_obj(t, obj)))
-		return rc;
-	t->res->final_objective = obj;
-	if (t->R != 0)
-		return 0;
-	rec = json_pack("{s:s, s:I, s:I, s:f}", "type", "iteration", "iter", (json_int_t)t->clock,
-			"state_iter", (json_int_t)t->st->iteration, "objective", obj);
-	if (!rec)
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-	if (!first)
-		json_object_set_new(rec, "step_norm", json_real(sqrt(step2)));
-	if (t->def->dist_to_opt) {
-		if ((rc = t->def->dist_to_opt(t->m, t->st, &v, t->err))) {
-			json_decref(rec);
-			return rc;
-		}
-		json_object_set_new(rec, "dist_opt", json_real(v));
-	}
-	if (t->def->heldout && (first || t->clock == t->o->iters ||
-				(t->o->heldout_every && t->clock % t->o->heldout_every == 0))) {
-		if ((rc = t->def->heldout(t->m, t->st, &v, t->err))) {
-			json_decref(rec);
-			return rc;
-		}
-		json_object_set_new(rec, "heldout", json_real(v));
-	}
-	if (t->o->timing)
-		json_object_set_new(rec, "elapsed", json_real(now() - t->t0));
-	return emit(t, rec);
+	return agree(dt_of(c), rc);
 }
 
-static double smoothed(const double *v, uint64_t k, uint64_t w)
-{
-	double s = 0;
-	uint64_t n = 0;
-
-	for (uint64_t i = k + 1 > w ? k + 1 - w : 0; i <= k; i++, n++)
-		s += v[i];
-	return s / (double)n;
-}
-
-/* Where between clocks k-1 and k the smoothed objective crossed the target, as scar_train_run interpolates it. */
-static double crossing(const double *v, uint64_t k, uint64_t w, double target)
-{
-	double prev, cur;
-
-	if (k == 0)
-		return 0;
-	prev = smoothed(v, k - 1, w);
-	cur = smoothed(v, k, w);
-	if (isnan(prev) || prev == cur)
-		return (double)k;
-	return (double)(k - 1) + fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
-}
-
-static int reached(const struct scar_model_def *d, double v, double target)
-{
-	return d->objective_higher_better ? v >= target : v <= target;
-}
-
-/* Saved view after a resume: the newest full checkpoint, then the partials after it. */
-static int rebuild_saved_view(struct dt *t)
-{
-	struct scar_ckpt_entry *v = NULL;
-	size_t nv = 0;
-	int rc, based = 0;
-
-	if (!t->o->ckpt_dir)
-		return 0;
-	/* Single-file checkpoints and complete manifests, by iteration. */
-	if ((rc = scar_dist_ckpt_list(t->o->ckpt_dir, &v, &nv, NULL, t->err)))
-		return rc;
-	for (size_t i = 0; i < nv && v[i].iteration <= t->st->iteration; i++) {
-		size_t len = strlen(v[i].path);
-		struct scar_state *c;
-
-		if (!based && v[i].partial)
-			continue;
-		rc = len > 9 && strcmp(v[i].path + len - 9, ".manifest") == 0 ?
-			scar_dist_manifest_load(v[i].path, &c, t->err) :
-			scar_ckpt_load(v[i].path, &c, t->err);
-		if (rc)
-			break;
-		if (!v[i].partial) {
-			for (size_t k = 0; k < c->ntensors && k < t->saved->ntensors; k++)
-				if (is_param(c->tensors[k]) &&
-				    scar_tensor_same_layout(c->tensors[k], t->saved->tensors[k]))
-					memcpy(t->saved->tensors[k]->data, c->tensors[k]->data,
-					       scar_tensor_bytes(c->tensors[k]));
-			based = 1;
-		} else {
-			uint64_t it = t->saved->iteration;
-
-			rc = scar_ckpt_apply(t->saved, c, t->err);
-			t->saved->iteration = it;
-		}
-		scar_state_free(c);
-		if (rc)
-			break;
-	}
-	scar_ckpt_list_free(v, nv);
-	return rc;
-}
+static const struct scar_train_ops mpi_ranks = {
+	.step = wl_step,
+	.objective = wl_objective,
+	.checkpoint = checkpoint,
+	.priorities = priorities,
+	.sync = sync_recovered,
+	.agree = agree_hook,
+};
 
 static void dt_free(struct dt *t)
 {
 	free(t->x);
 	free(t->y);
 	free(t->g);
-	for (size_t i = 0; t->prev && i < t->nprev; i++)
-		free(t->prev[i]);
-	free(t->prev);
 	free(t->mf_u);
 	free(t->mf_i);
 	free(t->mf_uv);
@@ -1726,74 +1350,20 @@ static void dt_free(struct dt *t)
 	free(t->order);
 	free(t->sbuf);
 	free(t->rbuf);
-	free(t->obj);
-	scar_state_free(t->st);
-	scar_state_free(t->saved);
-	scar_state_free(t->last_full);
-	if (t->m)
-		t->def->free(t->m);
-}
-
-static int core(const struct scar_train_opts *o, struct scar_train_result *res,
-		struct scar_error *err, double **objs, size_t *nobjs);
-
-static int run_reference(const struct scar_train_opts *o, double **ref, size_t *nref,
-			 struct scar_error *err)
-{
-	struct scar_train_opts ro = *o;
-	struct scar_train_result rr;
-	int rc;
-
-	ro.policy = SCAR_POLICY_NONE;
-	ro.ckpt_dir = NULL;
-	ro.nfail_at = 0;
-	ro.fail_prob = 0;
-	ro.measure_cost = 0;
-	ro.events = NULL;
-	ro.progress = NULL;
-	ro.resume = NULL;
-	rc = core(&ro, &rr, err, ref, nref);
-	if (rc)
-		return rc;
-	scar_state_free(rr.final_state);
-	return 0;
 }
 
 static int validate(const struct scar_train_opts *o, const struct scar_model_def *def,
 		    struct scar_error *err)
 {
-	const char *name = o->resume ? o->resume->model : o->model ? o->model : "";
-
-	if (!def)
-		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", name);
-	if (strcmp(def->name, "ridge") && strcmp(def->name, "mlr") && strcmp(def->name, "mf") &&
-	    strcmp(def->name, "lda"))
+	if (def && strcmp(def->name, "ridge") && strcmp(def->name, "mlr") &&
+	    strcmp(def->name, "mf") && strcmp(def->name, "lda"))
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
 				      def->name);
-	if (!(o->fraction > 0 && o->fraction <= 1))
-		return scar_error_set(err, SCAR_EINVAL, "checkpoint fraction %g is not in (0, 1]",
-				      o->fraction);
-	if (o->interval < 1)
-		return scar_error_set(err, SCAR_EINVAL, "checkpoint interval must be at least 1");
-	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
-		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
-				      o->shards, SCAR_MAX_SHARDS);
-	if (o->cost_window < 1)
-		return scar_error_set(err, SCAR_EINVAL, "cost window must be at least 1");
-	for (size_t i = 0; i < o->nfail_at; i++)
-		if (o->fail_at[i] < 1 || o->fail_at[i] > o->iters)
-			return scar_error_set(err, SCAR_EINVAL,
-					      "failure at iteration %llu is outside 1..%llu",
-					      (unsigned long long)o->fail_at[i],
-					      (unsigned long long)o->iters);
-	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction > 0 && o->lose_fraction <= 1))
-		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in (0, 1]",
-				      o->lose_fraction);
-	if (o->fail_prob < 0 || o->fail_prob > 1)
-		return scar_error_set(err, SCAR_EINVAL, "failure probability %g is not in [0, 1]",
-				      o->fail_prob);
-	return 0;
+	return scar_train_check_opts(o, def, err);
 }
+
+static int core(const struct scar_train_opts *o, struct scar_train_result *res,
+		struct scar_error *err, double **objs, size_t *nobjs);
 
 int scar_dist_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
 			struct scar_error *err)
@@ -1809,81 +1379,59 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		struct scar_error *err, double **objs, size_t *nobjs)
 {
 	struct dt t;
-	json_t *config = NULL, *rec;
-	double step2 = 0, *ref = NULL;
+	struct scar_train_cost ci = { 0 };
+	json_t *config = NULL;
+	double *ref = NULL;
 	size_t nref = 0;
-	uint64_t period, N = o->iters, limit, target_iter = 0, comm_total = 0;
-	double target = 0, ref_cross = 0;
-	int rc = 0, done = 0, have_target = 0;
+	int rc = 0, done = 0;
 
 	memset(&t, 0, sizeof(t));
-	memset(res, 0, sizeof(*res));
-	t.o = o;
-	t.res = res;
-	t.err = err;
-	t.t0 = now();
-	t.P = (uint32_t)g_size;
-	t.R = (uint32_t)g_rank;
-	t.def = scar_model_find(o->resume ? o->resume->model : o->model);
-	if ((rc = validate(o, t.def, err)))
-		return rc;	/* the same on every rank */
-
-	if (o->measure_cost) {
-		if (o->reference) {
-			size_t i;
-			json_t *v;
-
-			nref = json_array_size(o->reference);
-			if (!(ref = malloc((nref ? nref : 1) * sizeof(*ref))))
-				return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			json_array_foreach(o->reference, i, v)
-				ref[i] = json_number_value(v);
-		} else if ((rc = run_reference(o, &ref, &nref, err))) {
-			return rc;
-		}
-	}
-
-	if (o->resume) {
-		config = json_incref(o->resume->config);
-	} else {
-		config = o->config ? json_deep_copy(o->config) : json_object();
-		rc = config ? t.def->configure(config, err) :
-			scar_error_set(err, SCAR_ENOMEM, "out of memory");
-		if (rc)
-			goto out;
-	}
+	scar_train_ctx_init(&t.c, o, &mpi_ranks, res, err);
+	t.c.dist = 1;
+	t.c.P = (uint32_t)g_size;
+	t.c.R = (uint32_t)g_rank;
+	/* Errors so far are the same on every rank. */
+	if ((rc = validate(o, t.c.def, err)) ||
+	    (rc = scar_train_reference(o, core, &ref, &nref, err)))
+		return rc;
+	if ((rc = scar_train_config(o, t.c.def, &config, err)))
+		goto out;
 	t.S = o->resume ? o->resume->shards : o->shards;
 	/*
 	 * Rank 0 keeps the model itself for what is not distributed: eta, c,
 	 * x*, the held-out metric. For mf and lda every rank does: the owners'
 	 * solves and the blocks' sampling are the model's.
 	 */
-	t.mlr = strcmp(t.def->name, "mlr") == 0;
-	t.mf = strcmp(t.def->name, "mf") == 0;
-	t.lda = strcmp(t.def->name, "lda") == 0;
-	if (t.R == 0 || t.mf || t.lda)
-		rc = t.def->create(&t.m, config, err);
+	t.mlr = strcmp(t.c.def->name, "mlr") == 0;
+	t.mf = strcmp(t.c.def->name, "mf") == 0;
+	t.lda = strcmp(t.c.def->name, "lda") == 0;
+	if (t.c.R == 0 || t.mf || t.lda)
+		rc = t.c.def->create(&t.c.m, config, err);
 	if ((rc = agree(&t, rc)) ||
 	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : t.mf ? mf_setup(&t) :
 			t.lda ? lda_setup(&t) : 0)) ||
 	    (!t.mlr && !t.mf && !t.lda && (rc = ridge_setup(&t, config))))
 		goto out;
 	if (o->resume) {
-		rc = scar_state_clone(&t.st, o->resume, err);
-		if (!rc && t.R == 0)
-			rc = check_layout(&t, config);
+		rc = scar_state_clone(&t.c.st, o->resume, err);
+		if (!rc && t.c.R == 0) {
+			struct scar_state *fresh = NULL;
+
+			rc = scar_train_new_state(&t.c, config, &fresh);
+			if (!rc)
+				rc = scar_train_check_layout(&t.c, fresh);
+			scar_state_free(fresh);
+		}
 		if ((rc = agree(&t, rc)))
 			goto out;
-		json_t *c = json_object_get(t.st->extra, "clock");
-
-		t.clock = json_is_integer(c) ? (uint64_t)json_integer_value(c) : t.st->iteration;
+		t.c.clock = scar_train_resume_clock(t.c.st);
 	} else {
-		if (t.R == 0) {
-			rc = build_fresh(&t, config, &t.st);
-		} else if (!(rc = scar_state_new(&t.st, t.def->name, err))) {
-			json_decref(t.st->config);
-			t.st->config = json_incref(config);
-			t.st->shards = o->shards;
+		if (t.c.R == 0) {
+			rc = scar_train_new_state(&t.c, config, &t.c.st);
+		} else if (!(rc = scar_state_new(&t.c.st, t.c.def->name, err))) {
+			json_decref(t.c.st->config);
+			t.c.st->config = json_incref(config);
+			t.c.st->shards = o->shards;
 		}
 		if ((rc = agree(&t, rc)) || (rc = agree(&t, bcast_state(&t))))
 			goto out;
@@ -1894,7 +1442,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	} else if (t.mf) {
 		struct scar_mf_params x;
 
-		if ((rc = scar_mf_params(t.m, t.st, &x, err)))
+		if ((rc = scar_mf_params(t.c.m, t.c.st, &x, err)))
 			goto out;	/* the same state on every rank */
 	} else if (t.lda) {
 		/* the model checks the layout at every step and objective */
@@ -1903,167 +1451,17 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");
 		goto out;
 	}
-	if (!(t.prev = calloc(t.st->ntensors, sizeof(*t.prev)))) {
-		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if (ref && (rc = scar_train_cost_target(&t.c, ref, nref, &ci)))
 		goto out;
-	}
-	t.nprev = t.st->ntensors;
-	for (size_t i = 0; i < t.st->ntensors; i++)
-		if (is_param(t.st->tensors[i]) &&
-		    !(t.prev[i] = malloc(scar_tensor_bytes(t.st->tensors[i]) + 1))) {
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			goto out;
-		}
-	if (ref) {
-		uint64_t w = o->cost_window;
-
-		if (nref < N + 1) {
-			rc = scar_error_set(err, SCAR_EINVAL, "reference has %zu iterations, need %llu",
-					    nref ? nref - 1 : 0, (unsigned long long)N);
-			goto out;
-		}
-		target = smoothed(ref, N, w);
-		target_iter = N;
-		for (uint64_t k = 0; k <= N; k++)
-			if (reached(t.def, smoothed(ref, k, w), target)) {
-				target_iter = k;
-				break;
-			}
-		ref_cross = crossing(ref, target_iter, w, target);
-		have_target = 1;
-	}
-
-	rec = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O, s:I, s:s, s:b, s:s?, s:s, s:s, s:I, s:I, s:f, s:s}",
-			"type", "header", "format", SCAR_EVENTS_FORMAT, "version", SCAR_EVENTS_VERSION,
-			"tool", o->tool ? o->tool : "scar", "tool_version", SCAR_VERSION,
-			"model", t.def->name, "config", config, "shards", (json_int_t)t.st->shards,
-			"objective", t.def->objective_name,
-			"objective_higher_better", t.def->objective_higher_better,
-			"heldout", t.def->heldout_name,
-			"policy", scar_policy_name(o->policy), "recovery", scar_recovery_name(o->recovery),
-			"iters", (json_int_t)N, "interval", (json_int_t)o->interval,
-			"fraction", o->fraction, "resumed", o->resume ? "yes" : "no");
-	if (rec) {
-		double c;
-
-		json_object_set_new(rec, "dist_opt_known", json_boolean(t.def->dist_to_opt != NULL));
-		if (t.R == 0 && t.def->contraction && t.def->contraction(t.m, &c, err) == 0)
-			json_object_set_new(rec, "contraction", json_real(c));
-		if (o->resume)
-			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)t.clock));
-		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.P));
-	}
-	if ((rc = agree(&t, emit(&t, rec))))
+	if ((rc = scar_train_begin(&t.c, config)))
 		goto out;
-
-	if ((rc = agree(&t, scar_state_clone(&t.saved, t.st, err))))
+	t.comm_bytes = 0;	/* what training sends, not the start */
+	if ((rc = scar_train_loop(&t.c, &ci, &done)))
 		goto out;
-	if (o->resume) {
-		rc = scar_state_clone(&t.last_full, t.st, err);
-		if (!rc)
-			rc = rebuild_saved_view(&t);
-		if ((rc = agree(&t, rc)))
-			goto out;
-		for (uint64_t k = 0; k < t.clock; k++)
-			if ((rc = push_obj(&t, NAN)))
-				break;
-		if ((rc = agree(&t, rc)) || (rc = agree(&t, record_iteration(&t, 0, 1))))
-			goto out;
-	} else {
-		if ((rc = agree(&t, record_iteration(&t, 0, 1))) || (rc = agree(&t, checkpoint(&t, 1))))
-			goto out;
-	}
-	t.comm_bytes = 0;
-
-	period = scar_train_policy_period(o);
-	limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
-	while (!done && t.clock < limit) {
-		for (size_t i = 0; i < t.nprev; i++)
-			if (t.prev[i])
-				memcpy(t.prev[i], t.st->tensors[i]->data, scar_tensor_bytes(t.st->tensors[i]));
-		/* A step's errors are the same on every rank (replicated state): no agreement. */
-		if ((rc = wl_step(&t)))
-			goto out;
-		t.st->iteration++;
-		t.clock++;
-		/* As scar_train_run: the tensors' squared distances added in tensor order. */
-		step2 = 0;
-		for (size_t i = 0; i < t.nprev; i++)
-			if (t.prev[i])
-				step2 += sqdist(t.st->tensors[i], t.st->tensors[i]->data, t.prev[i], 0,
-						scar_tensor_elems(t.st->tensors[i]));
-		if ((rc = agree(&t, record_iteration(&t, step2, 0))))
-			goto out;
-		if (o->policy != SCAR_POLICY_NONE && t.st->iteration % period == 0 &&
-		    (rc = agree(&t, checkpoint(&t, o->policy == SCAR_POLICY_FULL))))
-			goto out;
-		if (t.clock <= N && scar_train_fails_at(o, t.clock) && (rc = agree(&t, fail_and_recover(&t))))
-			goto out;
-		if (o->progress && t.R == 0)
-			o->progress(t.clock, limit, o->progress_arg);
-		if (o->measure_cost && have_target && t.clock >= N && t.clock > t.last_fail_clock &&
-		    reached(t.def, smoothed(t.obj, t.clock, o->cost_window), target))
-			done = 1;
-		if (!o->measure_cost && t.clock >= N)
-			done = 1;
-	}
-
-	if (o->measure_cost && have_target) {
-		uint64_t k2 = t.clock;
-		int censored = !done;
-
-		for (uint64_t k = t.last_fail_clock + 1; done && k <= t.clock; k++)
-			if (k < t.nobj && !isnan(t.obj[k]) &&
-			    reached(t.def, smoothed(t.obj, k, o->cost_window), target)) {
-				k2 = k;
-				break;
-			}
-		res->total_cost = (int64_t)k2 - (int64_t)target_iter;
-		res->censored = censored;
-		res->cost_interp = censored ? (double)res->total_cost :
-			crossing(t.obj, k2, o->cost_window, target) - ref_cross;
-		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I}", "type", "cost",
-				"target", target, "reference_iter", (json_int_t)target_iter,
-				"perturbed_iter", (json_int_t)k2, "cost", (json_int_t)res->total_cost,
-				"cost_interp", res->cost_interp, "censored", censored,
-				"window", (json_int_t)o->cost_window);
-		if ((rc = agree(&t, emit(&t, rec))))
-			goto out;
-	}
-	MPI_Allreduce(&t.comm_bytes, &comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-	res->clock = t.clock;
-	rec = json_pack("{s:s, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I}", "type", "summary",
-			"iters", (json_int_t)t.clock, "state_iter", (json_int_t)t.st->iteration,
-			"final_objective", res->final_objective, "failures", (json_int_t)res->failures,
-			"total_cost", (json_int_t)res->total_cost,
-			"checkpoints", (json_int_t)res->checkpoints,
-			"checkpoint_rows", (json_int_t)res->checkpoint_rows,
-			"checkpoint_bytes", (json_int_t)res->checkpoint_bytes);
-	if (rec) {
-		json_object_set_new(rec, "censored", json_boolean(res->censored));
-		json_object_set_new(rec, "ranks", json_integer((json_int_t)t.P));
-		json_object_set_new(rec, "comm_bytes", json_integer((json_int_t)comm_total));
-		if (t.def->heldout && t.R == 0) {
-			double v;
-
-			if ((rc = t.def->heldout(t.m, t.st, &v, err)) == 0)
-				json_object_set_new(rec, "final_heldout", json_real(v));
-		}
-		if (o->timing) {
-			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
-			json_object_set_new(rec, "elapsed", json_real(now() - t.t0));
-		}
-	}
-	if ((rc = agree(&t, emit(&t, rec))) || (rc = agree(&t, set_extra(&t, t.st))))
-		goto out;
-	res->final_state = t.st;
-	t.st = NULL;
+	MPI_Allreduce(&t.comm_bytes, &t.c.comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+	rc = scar_train_finish(&t.c, &ci, done);
 out:
-	if (!rc && objs) {
-		*objs = t.obj;
-		*nobjs = t.nobj;
-		t.obj = NULL;
-	}
+	scar_train_ctx_release(&t.c, rc, objs, nobjs);
 	free(ref);
 	dt_free(&t);
 	json_decref(config);

@@ -1,16 +1,20 @@
 /*
- * train_internal.h - the schedule decisions the single-process trainer
- * (train.c) and the MPI trainer (dist_mpi.c) must make identically: how many
- * rows a checkpoint writes, how often, when a failure strikes and which
- * shards it loses. One copy, so a distributed run cannot drift from the
- * single-process one it is tested against. Not part of the public API.
+ * train_internal.h - what the single-process trainer (train.c) and the MPI
+ * trainer (dist_mpi.c) must do identically: the checkpoint and failure
+ * schedules, the rows a checkpoint saves, recovery, the event records, the
+ * loop and the iteration cost. One copy, so a distributed run cannot drift
+ * from the single-process one it is tested against. Not part of the public
+ * API.
  */
 #ifndef SCAR_TRAIN_INTERNAL_H
 #define SCAR_TRAIN_INTERNAL_H
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "scar/error.h"
+#include "scar/model.h"
 #include "scar/tensor.h"
 #include "scar/train.h"
 
@@ -35,5 +39,131 @@ int scar_train_pick_shards(const struct scar_train_opts *o, uint32_t S, uint64_t
  */
 double scar_train_sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
 			 uint64_t n);
+
+/* ---- the trainer both run (train_common.c) ---- */
+
+struct scar_train_ctx;
+
+/*
+ * What differs between one process and MPI ranks. Every hook returns 0 or
+ * a negative scar_err with c->err filled in.
+ */
+struct scar_train_ops {
+	/* One iteration of the workload on c->st (not counting it). */
+	int (*step)(struct scar_train_ctx *c);
+	/* The objective at c->st, the same on every rank. */
+	int (*objective)(struct scar_train_ctx *c, double *obj);
+	/* Take a checkpoint now (full or by the policy), emitting its event. */
+	int (*checkpoint)(struct scar_train_ctx *c, int full);
+	/*
+	 * Priorities of all rows of param tensor ti (scar_row_priority against
+	 * the saved view) into pv, the same on every rank; NULL: computed here.
+	 */
+	int (*priorities)(struct scar_train_ctx *c, size_t ti, double *pv);
+	/* After the owners restored lost rows: bring every rank's copy up to date; NULL: nothing. */
+	int (*sync)(struct scar_train_ctx *c);
+	/* Every rank's outcome rc of a phase made one, the same on all; NULL: rc. */
+	int (*agree)(struct scar_train_ctx *c, int rc);
+};
+
+/*
+ * The state of one training run. One process is the case P = 1: rank 0
+ * owns every row (scar_dist_row_owner) and writes the events.
+ */
+struct scar_train_ctx {
+	const struct scar_train_opts *o;
+	const struct scar_train_ops *ops;
+	const struct scar_model_def *def;
+	struct scar_model *m;		/* NULL on ranks that do not hold the model */
+	struct scar_state *st;		/* live state */
+	struct scar_state *saved;	/* saved view: param rows as last checkpointed */
+	struct scar_state *last_full;	/* the last full checkpoint, whole */
+	uint32_t P, R;			/* ranks and this rank */
+	int dist;			/* the MPI trainer: events add its fields (scar-mpi(7)) */
+	uint64_t comm_total;		/* dist: all ranks' bytes sent, for the summary */
+	uint64_t clock, last_fail_clock;
+	double t0;
+	double *obj;			/* objective by clock, for the cost */
+	size_t nobj, capobj;
+	struct scar_train_result *res;
+	struct scar_error *err;
+};
+
+/*
+ * The iteration cost's target, from the reference objectives: the smoothed
+ * objective at --iters, where the reference first reached it and where it
+ * crossed it, interpolated.
+ */
+struct scar_train_cost {
+	int have;
+	double target;
+	uint64_t ref_iter;
+	double ref_cross;
+};
+
+/* A trainer's entry, also run again as the reference: objs gets the objective by clock. */
+typedef int scar_train_core_fn(const struct scar_train_opts *o, struct scar_train_result *res,
+			       struct scar_error *err, double **objs, size_t *nobjs);
+
+/*
+ * Start c (and clear *res) for a run of o with ops as rank 0 of 1; c->def
+ * is the model o names or resumes (NULL when unknown).
+ */
+void scar_train_ctx_init(struct scar_train_ctx *c, const struct scar_train_opts *o,
+			 const struct scar_train_ops *ops, struct scar_train_result *res,
+			 struct scar_error *err);
+/* Seconds on the monotonic clock. */
+double scar_train_now(void);
+/* Write rec (owned: released here) when this is rank 0 and there is a stream; NULL is SCAR_ENOMEM. */
+int scar_train_emit(struct scar_train_ctx *c, json_t *rec);
+/* Record the clock in s->extra, for an exact resume. */
+int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s);
+/* The options' ranges and the model (def NULL: unknown model). */
+int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_model_def *def,
+			  struct scar_error *err);
+/* The reference objectives of --cost: the given stream's, or those of an unperturbed run of core. */
+int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *core, double **ref,
+			 size_t *nref, struct scar_error *err);
+/* The run's configuration (a new reference): the checkpoint's, or the options' completed by the model. */
+int scar_train_config(const struct scar_train_opts *o, const struct scar_model_def *def,
+		      json_t **config, struct scar_error *err);
+/* A fresh state of config (borrowed) with o->shards shards, initialised by the model c->m. */
+int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_state **out);
+/* c->st, resumed, must have exactly the tensors of fresh: SCAR_EMISMATCH or SCAR_EINVAL else. */
+int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh);
+/* The clock a resumed c->st was saved at (its extra "clock", else its iteration). */
+uint64_t scar_train_resume_clock(const struct scar_state *st);
+/* The cost's target from nref reference objectives (SCAR_EINVAL when fewer than --iters + 1). */
+int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, size_t nref,
+			   struct scar_train_cost *ci);
+/*
+ * Mark in sel (rows bytes) the rows the policy saves this time of param
+ * tensor ti, the ncp-th checkpoint of the policy. The same on every rank.
+ */
+int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp);
+/*
+ * Count a checkpoint of `rows` rows (`bytes` raw, `file_bytes` written,
+ * 0 without files) that took secs, sel_secs of them choosing the rows, in
+ * c->res; its event record, new (NULL: out of memory).
+ */
+json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_t rows,
+				     uint64_t bytes, uint64_t file_bytes, double secs,
+				     double sel_secs);
+/*
+ * The run from the header up to the loop: the header, the saved view
+ * (rebuilt from c->o->ckpt_dir after a resume), the first iteration record
+ * and, when fresh, the first full checkpoint.
+ */
+int scar_train_begin(struct scar_train_ctx *c, json_t *config);
+/*
+ * The loop: steps, iteration records, checkpoints, failures and recovery,
+ * until --iters (with --cost: until the target of ci is reached after the
+ * last failure, or the cap). *done is 0 when the cap cut it short.
+ */
+int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, int *done);
+/* The cost (ci->have) and summary records; c->st becomes c->res->final_state. */
+int scar_train_finish(struct scar_train_ctx *c, const struct scar_train_cost *ci, int done);
+/* Hand the objective series to *objs when rc is 0 and objs is not NULL; free c's states and model. */
+void scar_train_ctx_release(struct scar_train_ctx *c, int rc, double **objs, size_t *nobjs);
 
 #endif

@@ -1,0 +1,778 @@
+/*
+ * train_common.c - the training run both trainers share (train_internal.h):
+ * row selection, recovery, the event records, the loop and the cost. What
+ * differs between one process and MPI ranks is behind struct scar_train_ops
+ * and the row ownership rule, which gives rank 0 every row when P = 1.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "scar/ckpt.h"
+#include "scar/dist.h"
+#include "scar/events.h"
+#include "scar/rng.h"
+#include "scar/shard.h"
+#include "train_internal.h"
+#include "topk.h"
+
+double scar_train_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void scar_train_ctx_init(struct scar_train_ctx *c, const struct scar_train_opts *o,
+			 const struct scar_train_ops *ops, struct scar_train_result *res,
+			 struct scar_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	memset(res, 0, sizeof(*res));
+	c->o = o;
+	c->ops = ops;
+	c->P = 1;
+	c->res = res;
+	c->err = err;
+	c->t0 = scar_train_now();
+	c->def = scar_model_find(o->resume ? o->resume->model : o->model);
+}
+
+int scar_train_emit(struct scar_train_ctx *c, json_t *rec)
+{
+	int rc = 0;
+
+	if (!rec)
+		return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+	if (c->R == 0 && c->o->events)
+		rc = scar_event_write(c->o->events, rec, c->err);
+	json_decref(rec);
+	return rc;
+}
+
+static int agree(struct scar_train_ctx *c, int rc)
+{
+	return c->ops->agree ? c->ops->agree(c, rc) : rc;
+}
+
+static int is_param(const struct scar_tensor *x)
+{
+	return x->role == SCAR_ROLE_PARAM;
+}
+
+static int owns(const struct scar_train_ctx *c, uint64_t r)
+{
+	return scar_dist_row_owner(r, c->st->shards, c->P) == c->R;
+}
+
+static int push_obj(struct scar_train_ctx *c, double v)
+{
+	if (c->nobj == c->capobj) {
+		size_t ncap = c->capobj ? c->capobj * 2 : 256;
+		double *p = realloc(c->obj, ncap * sizeof(*p));
+
+		if (!p)
+			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		c->obj = p;
+		c->capobj = ncap;
+	}
+	c->obj[c->nobj++] = v;
+	return 0;
+}
+
+int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s)
+{
+	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)c->clock)))
+		return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* ---- setting up ---- */
+
+int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_model_def *def,
+			  struct scar_error *err)
+{
+	uint64_t N = o->iters;
+
+	if (!def)
+		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'",
+				      o->resume ? o->resume->model : o->model ? o->model : "");
+	if (!(o->fraction > 0 && o->fraction <= 1))
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint fraction %g is not in (0, 1]",
+				      o->fraction);
+	if (o->interval < 1)
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint interval must be at least 1");
+	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
+		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
+				      o->shards, SCAR_MAX_SHARDS);
+	if (o->cost_window < 1)
+		return scar_error_set(err, SCAR_EINVAL, "cost window must be at least 1");
+	for (size_t i = 0; i < o->nfail_at; i++)
+		if (o->fail_at[i] < 1 || o->fail_at[i] > N)
+			return scar_error_set(err, SCAR_EINVAL,
+					      "failure at iteration %llu is outside 1..%llu",
+					      (unsigned long long)o->fail_at[i], (unsigned long long)N);
+	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction > 0 && o->lose_fraction <= 1))
+		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in (0, 1]",
+				      o->lose_fraction);
+	if (o->fail_prob < 0 || o->fail_prob > 1)
+		return scar_error_set(err, SCAR_EINVAL, "failure probability %g is not in [0, 1]",
+				      o->fail_prob);
+	return 0;
+}
+
+int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *core, double **ref,
+			 size_t *nref, struct scar_error *err)
+{
+	struct scar_train_opts ro = *o;
+	struct scar_train_result rr;
+	int rc;
+
+	*ref = NULL;
+	*nref = 0;
+	if (!o->measure_cost)
+		return 0;
+	if (o->reference) {
+		size_t i;
+		json_t *v;
+
+		*nref = json_array_size(o->reference);
+		if (!(*ref = malloc((*nref ? *nref : 1) * sizeof(**ref))))
+			return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		json_array_foreach(o->reference, i, v)
+			(*ref)[i] = json_number_value(v);
+		return 0;
+	}
+	/* The unperturbed run with the same seed and data order. */
+	ro.policy = SCAR_POLICY_NONE;
+	ro.ckpt_dir = NULL;
+	ro.nfail_at = 0;
+	ro.fail_prob = 0;
+	ro.measure_cost = 0;
+	ro.events = NULL;
+	ro.progress = NULL;
+	ro.resume = NULL;
+	if ((rc = core(&ro, &rr, err, ref, nref)))
+		return rc;
+	scar_state_free(rr.final_state);
+	return 0;
+}
+
+int scar_train_config(const struct scar_train_opts *o, const struct scar_model_def *def,
+		      json_t **config, struct scar_error *err)
+{
+	int rc;
+
+	if (o->resume) {
+		*config = json_incref(o->resume->config);
+		return 0;
+	}
+	*config = o->config ? json_deep_copy(o->config) : json_object();
+	if (!*config)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if ((rc = def->configure(*config, err))) {
+		json_decref(*config);
+		*config = NULL;
+	}
+	return rc;
+}
+
+int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_state **out)
+{
+	int rc;
+
+	if ((rc = scar_state_new(out, c->def->name, c->err)))
+		return rc;
+	json_decref((*out)->config);
+	(*out)->config = json_incref(config);
+	(*out)->shards = c->o->shards;
+	return c->def->init_state(c->m, *out, c->err);
+}
+
+int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh)
+{
+	const struct scar_state *st = c->st;
+
+	if (fresh->ntensors != st->ntensors)
+		return scar_error_set(c->err, SCAR_EMISMATCH,
+				      "checkpoint has %zu tensors, model '%s' expects %zu",
+				      st->ntensors, c->def->name, fresh->ntensors);
+	for (size_t i = 0; i < fresh->ntensors; i++) {
+		const struct scar_tensor *a = fresh->tensors[i], *b = st->tensors[i];
+
+		if (strcmp(a->name, b->name) || !scar_tensor_same_layout(a, b) || a->role != b->role)
+			return scar_error_set(c->err, SCAR_EMISMATCH,
+					      "checkpoint tensor '%s' does not match model '%s' tensor '%s'",
+					      b->name, c->def->name, a->name);
+		if (b->present)
+			return scar_error_set(c->err, SCAR_EINVAL,
+					      "cannot resume from a partial checkpoint (tensor '%s' lacks rows); apply it over a full one first",
+					      b->name);
+	}
+	return 0;
+}
+
+uint64_t scar_train_resume_clock(const struct scar_state *st)
+{
+	json_t *c = json_object_get(st->extra, "clock");
+
+	return json_is_integer(c) ? (uint64_t)json_integer_value(c) : st->iteration;
+}
+
+/* ---- the iteration cost ---- */
+
+/* Smoothed objective ending at clock k (window w), for the cost. */
+static double smoothed(const double *v, uint64_t k, uint64_t w)
+{
+	double s = 0;
+	uint64_t n = 0;
+
+	for (uint64_t i = k + 1 > w ? k + 1 - w : 0; i <= k; i++, n++)
+		s += v[i];
+	return s / (double)n;
+}
+
+static int reached(const struct scar_model_def *d, double v, double target)
+{
+	return d->objective_higher_better ? v >= target : v <= target;
+}
+
+/*
+ * Where between clocks k-1 and k the smoothed objective crossed the target,
+ * by linear interpolation, so that costs below one iteration can be told
+ * apart; k itself when there is no usable previous value.
+ */
+static double crossing(const double *v, uint64_t k, uint64_t w, double target)
+{
+	double prev, cur;
+
+	if (k == 0)
+		return 0;
+	prev = smoothed(v, k - 1, w);
+	cur = smoothed(v, k, w);
+	if (isnan(prev) || prev == cur)
+		return (double)k;
+	return (double)(k - 1) + fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
+}
+
+int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, size_t nref,
+			   struct scar_train_cost *ci)
+{
+	uint64_t N = c->o->iters, w = c->o->cost_window;
+
+	if (nref < N + 1)
+		return scar_error_set(c->err, SCAR_EINVAL,
+				      "reference has %zu iterations, need %llu", nref ? nref - 1 : 0,
+				      (unsigned long long)N);
+	ci->target = smoothed(ref, N, w);
+	ci->ref_iter = N;
+	for (uint64_t k = 0; k <= N; k++)
+		if (reached(c->def, smoothed(ref, k, w), ci->target)) {
+			ci->ref_iter = k;
+			break;
+		}
+	ci->ref_cross = crossing(ref, ci->ref_iter, w, ci->target);
+	ci->have = 1;
+	return 0;
+}
+
+/* ---- checkpoints ---- */
+
+int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
+{
+	const struct scar_train_opts *o = c->o;
+	struct scar_tensor *x = c->st->tensors[ti];
+	uint64_t rows = scar_tensor_rows(x), n = scar_train_policy_rows(o, rows);
+
+	memset(sel, 0, rows);
+	if (n == rows) {
+		memset(sel, 1, rows);
+		return 0;
+	}
+	switch (o->policy) {
+	case SCAR_POLICY_ROUND_ROBIN: {
+		uint64_t start = ((ncp % rows) * (n % rows)) % rows; /* rows < 2^32 */
+
+		for (uint64_t i = 0; i < n; i++)
+			sel[(start + i) % rows] = 1;
+		return 0;
+	}
+	case SCAR_POLICY_RANDOM: {
+		struct scar_rng rng;
+		uint32_t *idx = malloc(rows * sizeof(*idx));
+
+		if (!idx)
+			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
+				     SCAR_STREAM_RANDOM_POLICY + (c->st->iteration << 4));
+		for (uint64_t i = 0; i < rows; i++)
+			idx[i] = (uint32_t)i;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t j = i + scar_rng_below(&rng, rows - i);
+			uint32_t tmp = idx[i];
+
+			idx[i] = idx[j];
+			idx[j] = tmp;
+			sel[idx[i]] = 1;
+		}
+		free(idx);
+		return 0;
+	}
+	case SCAR_POLICY_PRIORITY: {
+		struct scar_prio *pr = malloc(rows * sizeof(*pr));
+		double *pv = malloc(rows * sizeof(*pv) + 1);
+		int rc = 0;
+
+		if (!pr || !pv) {
+			free(pr);
+			free(pv);
+			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		}
+		if (c->ops->priorities)
+			rc = c->ops->priorities(c, ti, pv);
+		else
+			for (uint64_t r = 0; r < rows; r++)
+				pv[r] = scar_row_priority(x, c->saved->tensors[ti], r);
+		for (uint64_t r = 0; r < rows; r++) {
+			pr[r].p = isnan(pv[r]) ? INFINITY : pv[r];	/* a destroyed row differs most */
+			pr[r].row = r;
+		}
+		free(pv);
+		if (!rc) {
+			scar_prio_select(pr, rows, n);
+			for (uint64_t i = 0; i < n; i++)
+				sel[pr[i].row] = 1;
+		}
+		free(pr);
+		return rc;
+	}
+	default:
+		memset(sel, 1, rows);
+		return 0;
+	}
+}
+
+json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_t rows,
+				     uint64_t bytes, uint64_t file_bytes, double secs,
+				     double sel_secs)
+{
+	const struct scar_train_opts *o = c->o;
+	json_t *rec;
+
+	c->res->checkpoints++;
+	c->res->checkpoint_rows += rows;
+	c->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
+	c->res->checkpoint_seconds += secs;
+	c->res->select_seconds += sel_secs;
+	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
+			"iter", (json_int_t)c->clock, "state_iter", (json_int_t)c->st->iteration,
+			"policy", full && o->policy != SCAR_POLICY_FULL ? "full" :
+				scar_policy_name(o->policy),
+			"kind", full ? "full" : "partial", "rows", (json_int_t)rows,
+			"bytes", (json_int_t)(file_bytes ? file_bytes : bytes));
+	if (rec && c->dist && o->ckpt_dir)
+		json_object_set_new(rec, "files", json_integer((json_int_t)c->P));
+	if (rec && o->timing) {
+		json_object_set_new(rec, "seconds", json_real(secs));
+		/* The MPI trainer does not time the selection apart (yet). */
+		if (!c->dist)
+			json_object_set_new(rec, "select_seconds", json_real(sel_secs));
+	}
+	return rec;
+}
+
+/* Saved view after a resume: the newest full checkpoint, then the partials after it. */
+static int rebuild_saved_view(struct scar_train_ctx *c)
+{
+	struct scar_ckpt_entry *v = NULL;
+	size_t nv = 0, skipped = 0;
+	int rc, based = 0;
+
+	if (!c->o->ckpt_dir)
+		return 0;
+	/* Manifests only for the MPI trainer, as before: one process never listed them (to settle). */
+	rc = c->dist ? scar_dist_ckpt_list(c->o->ckpt_dir, &v, &nv, NULL, c->err) :
+		scar_ckpt_list(c->o->ckpt_dir, &v, &nv, &skipped, c->err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nv && v[i].iteration <= c->st->iteration; i++) {
+		size_t len = strlen(v[i].path);
+		struct scar_state *s;
+
+		if (!based && v[i].partial)
+			continue;
+		rc = len > 9 && strcmp(v[i].path + len - 9, ".manifest") == 0 ?
+			scar_dist_manifest_load(v[i].path, &s, c->err) :
+			scar_ckpt_load(v[i].path, &s, c->err);
+		if (rc)
+			break;
+		if (!v[i].partial) {
+			/* A full one replaces the view outright. */
+			for (size_t k = 0; k < s->ntensors && k < c->saved->ntensors; k++)
+				if (is_param(s->tensors[k]) &&
+				    scar_tensor_same_layout(s->tensors[k], c->saved->tensors[k]))
+					memcpy(c->saved->tensors[k]->data, s->tensors[k]->data,
+					       scar_tensor_bytes(s->tensors[k]));
+			based = 1;
+		} else {
+			uint64_t it = c->saved->iteration;
+
+			rc = scar_ckpt_apply(c->saved, s, c->err);
+			c->saved->iteration = it;
+		}
+		scar_state_free(s);
+		if (rc)
+			break;
+	}
+	scar_ckpt_list_free(v, nv);
+	return rc;
+}
+
+/* ---- failures and recovery ---- */
+
+/*
+ * The owners of the lost shards' rows destroy them (floats NaN, integers
+ * all-ones, so a recovery that forgets a row shows up at once; zero for
+ * recovery "none") and restore them from their saved view (partial), or
+ * every rank rolls back to the last full checkpoint (full). Then every
+ * rank's copy is refreshed from the owners.
+ */
+static int fail_and_recover(struct scar_train_ctx *c)
+{
+	struct scar_state *st = c->st, *pre = NULL;
+	uint32_t S = st->shards;
+	uint8_t *lost = malloc(S), *rlost = calloc(c->P, 1);
+	uint64_t rows_lost = 0, pre_iter = st->iteration;
+	json_t *shards = json_array(), *ranks = json_array(), *rec;
+	double d2 = 0;
+	int rc = 0;
+
+	if (!lost || !rlost || !shards || !ranks) {
+		rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = scar_train_pick_shards(c->o, S, c->clock, lost, c->err)))
+		goto out;
+	for (uint32_t s = 0; s < S; s++)
+		if (lost[s]) {
+			json_array_append_new(shards, json_integer(s));
+			rlost[scar_dist_shard_owner(s, c->P)] = 1;
+		}
+	for (uint32_t q = 0; q < c->P; q++)
+		if (rlost[q])
+			json_array_append_new(ranks, json_integer(q));
+	/* Keep the pre-failure state to measure the perturbation recovery causes. */
+	if ((rc = scar_state_clone(&pre, st, c->err)))
+		goto out;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+		size_t rb = scar_tensor_row_bytes(x);
+
+		if (!is_param(x))
+			continue;
+		for (uint64_t r = 0; r < scar_tensor_rows(x); r++) {
+			if (!lost[scar_shard_of_row(r, S)])
+				continue;
+			rows_lost++;
+			if (owns(c, r))
+				memset(scar_tensor_row(x, r),
+				       c->o->recovery == SCAR_RECOVER_NONE ? 0 : 0xff, rb);
+		}
+	}
+	c->res->failures++;
+	c->last_fail_clock = c->clock;
+	rec = json_pack("{s:s, s:I, s:I, s:O, s:I}", "type", "failure", "iter", (json_int_t)c->clock,
+			"state_iter", (json_int_t)st->iteration, "shards", shards,
+			"rows_lost", (json_int_t)rows_lost);
+	if (rec && c->dist)
+		json_object_set(rec, "ranks", ranks);
+	if ((rc = scar_train_emit(c, rec)))
+		goto out;
+
+	if (c->o->recovery == SCAR_RECOVER_FULL) {
+		struct scar_state *s;
+
+		if ((rc = scar_state_clone(&s, c->last_full, c->err)))
+			goto out;
+		scar_state_free(c->st);
+		c->st = st = s;
+	} else if (c->o->recovery == SCAR_RECOVER_PARTIAL) {
+		for (size_t i = 0; i < st->ntensors; i++) {
+			struct scar_tensor *x = st->tensors[i];
+			size_t rb = scar_tensor_row_bytes(x);
+
+			if (!is_param(x))
+				continue;
+			for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
+				if (lost[scar_shard_of_row(r, S)] && owns(c, r))
+					memcpy(scar_tensor_row(x, r),
+					       scar_tensor_row(c->saved->tensors[i], r), rb);
+		}
+	}
+	if (c->ops->sync && (rc = c->ops->sync(c)))
+		goto out;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+
+		if (is_param(x))
+			d2 += scar_train_sqdist(x, x->data, pre->tensors[i]->data, 0,
+						scar_tensor_elems(x));
+	}
+	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I}", "type", "recovery",
+			"iter", (json_int_t)c->clock, "strategy", scar_recovery_name(c->o->recovery),
+			"shards", shards,
+			"rows_restored", (json_int_t)(c->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
+			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
+			"resume_state_iter", (json_int_t)st->iteration);
+	rc = scar_train_emit(c, rec);
+out:
+	scar_state_free(pre);
+	json_decref(shards);
+	json_decref(ranks);
+	free(lost);
+	free(rlost);
+	return rc;
+}
+
+/* ---- the run ---- */
+
+/* The objective (every rank) and, on rank 0, the iteration's event. */
+static int record_iteration(struct scar_train_ctx *c, double step2, int first)
+{
+	const struct scar_model_def *d = c->def;
+	double obj, v;
+	json_t *rec;
+	int rc;
+
+	if ((rc = c->ops->objective(c, &obj)))
+		return rc;
+	/* obj and step2 are the same on every rank, so all stop together. */
+	if (!isfinite(obj) || (!first && !isfinite(step2)))
+		return scar_error_set(c->err, SCAR_EDIVERGED,
+				      "training diverged at iteration %llu (objective %g)",
+				      (unsigned long long)c->clock, obj);
+	if ((rc = push_obj(c, obj)))
+		return rc;
+	c->res->final_objective = obj;
+	if (c->R != 0)
+		return 0;
+	rec = json_pack("{s:s, s:I, s:I, s:f}", "type", "iteration", "iter", (json_int_t)c->clock,
+			"state_iter", (json_int_t)c->st->iteration, "objective", obj);
+	if (!rec)
+		return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+	if (!first)
+		json_object_set_new(rec, "step_norm", json_real(sqrt(step2)));
+	if (d->dist_to_opt) {
+		if ((rc = d->dist_to_opt(c->m, c->st, &v, c->err))) {
+			json_decref(rec);
+			return rc;
+		}
+		json_object_set_new(rec, "dist_opt", json_real(v));
+	}
+	if (d->heldout && (first || c->clock == c->o->iters ||
+			   (c->o->heldout_every && c->clock % c->o->heldout_every == 0))) {
+		if ((rc = d->heldout(c->m, c->st, &v, c->err))) {
+			json_decref(rec);
+			return rc;
+		}
+		json_object_set_new(rec, "heldout", json_real(v));
+	}
+	if (c->o->timing)
+		json_object_set_new(rec, "elapsed", json_real(scar_train_now() - c->t0));
+	return scar_train_emit(c, rec);
+}
+
+int scar_train_begin(struct scar_train_ctx *c, json_t *config)
+{
+	const struct scar_train_opts *o = c->o;
+	const struct scar_model_def *d = c->def;
+	json_t *rec;
+	int rc;
+
+	rec = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O, s:I, s:s, s:b, s:s?, s:s, s:s, s:I, s:I, s:f, s:s}",
+			"type", "header", "format", SCAR_EVENTS_FORMAT, "version", SCAR_EVENTS_VERSION,
+			"tool", o->tool ? o->tool : "scar", "tool_version", SCAR_VERSION,
+			"model", d->name, "config", config, "shards", (json_int_t)c->st->shards,
+			"objective", d->objective_name,
+			"objective_higher_better", d->objective_higher_better,
+			"heldout", d->heldout_name,
+			"policy", scar_policy_name(o->policy), "recovery", scar_recovery_name(o->recovery),
+			"iters", (json_int_t)o->iters, "interval", (json_int_t)o->interval,
+			"fraction", o->fraction, "resumed", o->resume ? "yes" : "no");
+	if (rec) {
+		double v;
+
+		json_object_set_new(rec, "dist_opt_known", json_boolean(d->dist_to_opt != NULL));
+		if (c->R == 0 && d->contraction && d->contraction(c->m, &v, c->err) == 0)
+			json_object_set_new(rec, "contraction", json_real(v));
+		if (o->resume)
+			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)c->clock));
+		if (c->dist)
+			json_object_set_new(rec, "ranks", json_integer((json_int_t)c->P));
+	}
+	if ((rc = agree(c, scar_train_emit(c, rec))))
+		return rc;
+
+	/* The saved view starts as the current state, saved in full. */
+	if ((rc = agree(c, scar_state_clone(&c->saved, c->st, c->err))))
+		return rc;
+	if (!o->resume)
+		return (rc = agree(c, record_iteration(c, 0, 1))) ? rc :
+			agree(c, c->ops->checkpoint(c, 1));
+	rc = scar_state_clone(&c->last_full, c->st, c->err);
+	if (!rc)
+		rc = rebuild_saved_view(c);
+	if ((rc = agree(c, rc)))
+		return rc;
+	/* Objectives before the resume point are unknown; pad so clocks index. */
+	for (uint64_t k = 0; k < c->clock; k++)
+		if ((rc = push_obj(c, NAN)))
+			break;
+	return (rc = agree(c, rc)) ? rc : agree(c, record_iteration(c, 0, 1));
+}
+
+int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, int *done)
+{
+	const struct scar_train_opts *o = c->o;
+	uint64_t N = o->iters, period = scar_train_policy_period(o);
+	uint64_t limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
+	size_t nprev = c->st->ntensors;
+	void **prev = calloc(nprev, sizeof(*prev));	/* per tensor: param values before the step */
+	int rc = 0;
+
+	*done = 0;
+	for (size_t i = 0; !rc && i < nprev; i++)
+		if (!prev || (is_param(c->st->tensors[i]) &&
+			      !(prev[i] = malloc(scar_tensor_bytes(c->st->tensors[i]) + 1))))
+			rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+	if ((rc = agree(c, rc)))
+		goto out;
+	while (!*done && c->clock < limit) {
+		struct scar_state *st = c->st;
+		double step2 = 0;
+
+		for (size_t i = 0; i < nprev; i++)
+			if (prev[i])
+				memcpy(prev[i], st->tensors[i]->data, scar_tensor_bytes(st->tensors[i]));
+		/* A step's errors are the same on every rank (replicated state): no agreement. */
+		if ((rc = c->ops->step(c)))
+			goto out;
+		st->iteration++;
+		c->clock++;
+		/* The tensors' squared distances added in tensor order. */
+		for (size_t i = 0; i < nprev; i++)
+			if (prev[i])
+				step2 += scar_train_sqdist(st->tensors[i], st->tensors[i]->data, prev[i],
+							   0, scar_tensor_elems(st->tensors[i]));
+		if ((rc = agree(c, record_iteration(c, step2, 0))))
+			goto out;
+		if (o->policy != SCAR_POLICY_NONE && st->iteration % period == 0 &&
+		    (rc = agree(c, c->ops->checkpoint(c, o->policy == SCAR_POLICY_FULL))))
+			goto out;
+		if (c->clock <= N && scar_train_fails_at(o, c->clock) &&
+		    (rc = agree(c, fail_and_recover(c))))
+			goto out;
+		if (o->progress && c->R == 0)
+			o->progress(c->clock, limit, o->progress_arg);
+		if (o->measure_cost && ci->have && c->clock >= N && c->clock > c->last_fail_clock &&
+		    reached(c->def, smoothed(c->obj, c->clock, o->cost_window), ci->target))
+			*done = 1;
+		if (!o->measure_cost && c->clock >= N)
+			*done = 1;
+	}
+out:
+	for (size_t i = 0; prev && i < nprev; i++)
+		free(prev[i]);
+	free(prev);
+	return rc;
+}
+
+int scar_train_finish(struct scar_train_ctx *c, const struct scar_train_cost *ci, int done)
+{
+	const struct scar_train_opts *o = c->o;
+	struct scar_train_result *res = c->res;
+	json_t *rec;
+	int rc = 0;
+
+	if (o->measure_cost && ci->have) {
+		uint64_t k2 = c->clock;
+		int censored = !done;
+
+		/* First clock after the last failure at which the target is reached. */
+		for (uint64_t k = c->last_fail_clock + 1; done && k <= c->clock; k++)
+			if (k < c->nobj && !isnan(c->obj[k]) &&
+			    reached(c->def, smoothed(c->obj, k, o->cost_window), ci->target)) {
+				k2 = k;
+				break;
+			}
+		res->total_cost = (int64_t)k2 - (int64_t)ci->ref_iter;
+		res->censored = censored;
+		res->cost_interp = censored ? (double)res->total_cost :
+			crossing(c->obj, k2, o->cost_window, ci->target) - ci->ref_cross;
+		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I}", "type", "cost",
+				"target", ci->target, "reference_iter", (json_int_t)ci->ref_iter,
+				"perturbed_iter", (json_int_t)k2, "cost", (json_int_t)res->total_cost,
+				"cost_interp", res->cost_interp, "censored", censored,
+				"window", (json_int_t)o->cost_window);
+		if ((rc = agree(c, scar_train_emit(c, rec))))
+			return rc;
+	}
+	res->clock = c->clock;
+	rec = json_pack("{s:s, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I}", "type", "summary",
+			"iters", (json_int_t)c->clock, "state_iter", (json_int_t)c->st->iteration,
+			"final_objective", res->final_objective, "failures", (json_int_t)res->failures,
+			"total_cost", (json_int_t)res->total_cost,
+			"checkpoints", (json_int_t)res->checkpoints,
+			"checkpoint_rows", (json_int_t)res->checkpoint_rows,
+			"checkpoint_bytes", (json_int_t)res->checkpoint_bytes);
+	if (rec) {
+		json_object_set_new(rec, "censored", json_boolean(res->censored));
+		if (c->dist) {
+			json_object_set_new(rec, "ranks", json_integer((json_int_t)c->P));
+			json_object_set_new(rec, "comm_bytes", json_integer((json_int_t)c->comm_total));
+		}
+		if (c->def->heldout && c->R == 0) {
+			double v;
+
+			if ((rc = c->def->heldout(c->m, c->st, &v, c->err))) {
+				json_decref(rec);
+				return agree(c, rc);
+			}
+			json_object_set_new(rec, "final_heldout", json_real(v));
+		}
+		if (o->timing) {
+			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
+			/* The MPI trainer does not time the selection apart (yet). */
+			if (!c->dist)
+				json_object_set_new(rec, "select_seconds",
+						    json_real(res->select_seconds));
+			json_object_set_new(rec, "elapsed", json_real(scar_train_now() - c->t0));
+		}
+	}
+	if ((rc = agree(c, scar_train_emit(c, rec))) || (rc = agree(c, scar_train_set_clock(c, c->st))))
+		return rc;
+	res->final_state = c->st;
+	c->st = NULL;
+	return 0;
+}
+
+void scar_train_ctx_release(struct scar_train_ctx *c, int rc, double **objs, size_t *nobjs)
+{
+	/* Hand the objective series to a caller running this as a reference. */
+	if (!rc && objs) {
+		*objs = c->obj;
+		*nobjs = c->nobj;
+		c->obj = NULL;
+	}
+	free(c->obj);
+	c->obj = NULL;
+	scar_state_free(c->st);
+	scar_state_free(c->saved);
+	scar_state_free(c->last_full);
+	c->st = c->saved = c->last_full = NULL;
+	if (c->m)
+		c->def->free(c->m);
+	c->m = NULL;
+}
