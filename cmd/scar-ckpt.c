@@ -174,12 +174,6 @@ static const struct cli_command commands[] = {
 };
 /* ---- small helpers ---- */
 
-static int is_damage(int code)
-{
-	return code == SCAR_ECORRUPT || code == SCAR_ETRUNC || code == SCAR_EFORMAT ||
-	       code == SCAR_EVERSION;
-}
-
 /* Print a library error, naming path when the library did not. */
 static void warn_err(const char *path, struct scar_error *e)
 {
@@ -823,7 +817,7 @@ static int cmd_verify(int argc, char **argv)
 			continue;
 		}
 		warn_err(path, &e);
-		if (is_damage(rc)) {
+		if (scar_error_is_damage(rc)) {
 			if (status < EXIT_NO)
 				status = EXIT_NO;
 		} else {
@@ -2120,7 +2114,7 @@ static int cmd_ls(int argc, char **argv)
 	dir = dirbuf = trim_dir(argv[optind]);
 
 	scar_error_clear(&e);
-	if (scar_ckpt_list(dir, &ents, &ne, &skipped, &e) < 0) {
+	if (scar_ckpt_list_readable(dir, &ents, &ne, &skipped, &e) < 0) {
 		warn_err(dir, &e);
 		free(dirbuf);
 		return EXIT_TROUBLE;

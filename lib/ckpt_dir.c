@@ -26,11 +26,13 @@ void scar_ckpt_list_free(struct scar_ckpt_entry *v, size_t n)
 	free(v);
 }
 
-int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
-		   size_t *skipped, struct scar_error *err)
+/* strict: an I/O error on a file ends the listing; else it is skipped and counted. */
+static int list_dir(const char *dir, int strict, struct scar_ckpt_entry **out, size_t *n,
+		    size_t *skipped, struct scar_error *err)
 {
 	struct scar_ckpt_entry *v = NULL;
 	size_t cnt = 0, cap = 0, skip = 0;
+	struct scar_error e2;
 	struct dirent *de;
 	DIR *d;
 	int rc = 0;
@@ -56,11 +58,35 @@ int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
 			goto out;
 		}
 		sprintf(path, "%s/%s", dir, de->d_name);
-		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-		    scar_ckpt_reader_open(&r, path, NULL)) {
+		if (stat(path, &sb) < 0) {
+			if (errno == ENOENT || !strict) {	/* ENOENT: removed since readdir */
+				skip += errno != ENOENT;
+				free(path);
+				continue;
+			}
+			rc = scar_error_set_errno(err, errno, path, "cannot stat '%s'", path);
+			free(path);
+			goto out;
+		}
+		if (!S_ISREG(sb.st_mode)) {
 			free(path);
 			skip++;
 			continue;
+		}
+		scar_error_clear(&e2);
+		if ((rc = scar_ckpt_reader_open(&r, path, &e2))) {
+			/* Damage is skipped; an I/O error may hide an intact file. */
+			if (!strict || scar_error_is_damage(rc) ||
+			    (rc == SCAR_EIO && e2.errno_value == ENOENT)) {
+				skip += !(rc == SCAR_EIO && e2.errno_value == ENOENT);
+				rc = 0;
+				free(path);
+				continue;
+			}
+			if (err)
+				*err = e2;
+			free(path);
+			goto out;
 		}
 		if (cnt == cap) {
 			size_t nc = cap ? 2 * cap : 16;
@@ -99,4 +125,16 @@ out:
 	if (skipped)
 		*skipped = skip;
 	return 0;
+}
+
+int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+		   size_t *skipped, struct scar_error *err)
+{
+	return list_dir(dir, 1, out, n, skipped, err);
+}
+
+int scar_ckpt_list_readable(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			    size_t *skipped, struct scar_error *err)
+{
+	return list_dir(dir, 0, out, n, skipped, err);
 }

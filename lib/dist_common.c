@@ -415,11 +415,13 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 	char plain_used[4096] = "", best[4096] = "";
 	uint64_t best_iter = 0;
 	size_t bad = 0, plain_skipped = 0;
+	struct scar_error e2;
 	struct dirent *de;
 	DIR *d;
 	int rc, have = 0;
 
 	*out = NULL;
+	scar_error_clear(&e2);
 	if (skipped)
 		*skipped = 0;
 	if (strcmp(path, "-") != 0 && ends_with(path, ".manifest")) {
@@ -442,7 +444,15 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 			continue;
 		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, de->d_name) >= sizeof(p))
 			continue;
-		if (scar_dist_manifest_read(p, &m, NULL)) {
+		if ((rc = scar_dist_manifest_read(p, &m, &e2))) {
+			/* As for single files: skip damage, stop at an I/O error. */
+			if (!scar_error_is_damage(rc) &&
+			    !(rc == SCAR_EIO && e2.errno_value == ENOENT)) {
+				closedir(d);
+				if (err)
+					*err = e2;
+				return rc;
+			}
 			bad++;
 			continue;
 		}
@@ -460,7 +470,12 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 	closedir(d);
 
 	rc = scar_train_load_resume(path, &plain, &plain_skipped, plain_used, sizeof(plain_used),
-				    NULL);
+				    &e2);
+	if (rc && rc != SCAR_ENOTFOUND) {
+		if (err)
+			*err = e2;
+		return rc;
+	}
 	if (rc == 0 && (!have || plain->iteration >= best_iter)) {
 		*out = plain;
 		if (used_path)

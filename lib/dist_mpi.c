@@ -1221,7 +1221,7 @@ static int checkpoint(struct scar_train_ctx *c, int full)
 	struct scar_state *st = t->c.st, view;
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	uint64_t rows_written = 0, bytes = 0, file_bytes = 0, ncp;
-	double t1 = scar_train_now();
+	double t1 = scar_train_now(), sel_secs = 0;
 	size_t nv = 0;
 	int rc = 0;
 
@@ -1255,10 +1255,15 @@ static int checkpoint(struct scar_train_ctx *c, int full)
 			rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
 			goto out;
 		}
-		if (full)
+		if (full) {
 			memset(sel, 1, rows);
-		else if ((rc = scar_train_select_rows(c, i, sel, ncp)))
-			goto out;
+		} else {
+			double ts = scar_train_now();
+
+			if ((rc = scar_train_select_rows(c, i, sel, ncp)))
+				goto out;
+			sel_secs += scar_train_now() - ts;
+		}
 		for (uint64_t r = 0; r < rows; r++) {
 			if (!sel[r])
 				continue;
@@ -1290,7 +1295,7 @@ static int checkpoint(struct scar_train_ctx *c, int full)
 			goto out;
 	}
 	rc = scar_train_emit(c, scar_train_checkpoint_record(c, full, rows_written, bytes, file_bytes,
-							     scar_train_now() - t1, 0));
+							     scar_train_now() - t1, sel_secs));
 out:
 	for (size_t i = 0; vt && i < nv; i++)
 		if (is_param(&vt[i]))

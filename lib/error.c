@@ -5,6 +5,12 @@
 
 #include "scar/error.h"
 
+int scar_error_is_damage(int code)
+{
+	return code == SCAR_EFORMAT || code == SCAR_ECORRUPT || code == SCAR_EVERSION ||
+	       code == SCAR_ETRUNC;
+}
+
 const char *scar_strerror(int code)
 {
 	switch (code) {

@@ -2,6 +2,7 @@
  * train.c - the training loop: checkpoint policies, failures, recovery and
  * iteration cost (see scar/train.h; the semantics are in scar-train(1)).
  */
+#include <errno.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,33 +214,6 @@ out:
 
 /* ---- the run ---- */
 
-/* A shard that can hold no row of any parameter tensor is a mistake. */
-static int check_shards(struct scar_train_ctx *t, const struct scar_state *st)
-{
-	const struct scar_tensor *big = NULL;
-
-	for (size_t i = 0; i < st->ntensors; i++) {
-		const struct scar_tensor *x = st->tensors[i];
-
-		if (is_param(x) && (!big || scar_tensor_rows(x) > scar_tensor_rows(big)))
-			big = x;
-	}
-	if (big && t->o->shards > scar_tensor_rows(big))
-		return scar_error_set(t->err, SCAR_EINVAL,
-				      "%u shards are more than the %llu rows of the largest parameter tensor '%s'",
-				      (unsigned)t->o->shards, (unsigned long long)scar_tensor_rows(big),
-				      big->name);
-	return 0;
-}
-
-/* Shards without rows are refused here but not (yet) by the MPI trainer: a difference to settle. */
-static int build_fresh(struct scar_train_ctx *t, json_t *config, struct scar_state **out)
-{
-	int rc = scar_train_new_state(t, config, out);
-
-	return rc ? rc : check_shards(t, *out);
-}
-
 static int step(struct scar_train_ctx *t)
 {
 	return t->def->step(t->m, t->st, t->err);
@@ -281,14 +255,14 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 
 		if ((rc = scar_state_clone(&t.st, o->resume, err)))
 			goto out;
-		rc = build_fresh(&t, config, &fresh);
+		rc = scar_train_new_state(&t, config, &fresh);
 		if (!rc)
 			rc = scar_train_check_layout(&t, fresh);
 		scar_state_free(fresh);
 		if (rc)
 			goto out;
 		t.clock = scar_train_resume_clock(t.st);
-	} else if ((rc = build_fresh(&t, config, &t.st))) {
+	} else if ((rc = scar_train_new_state(&t, config, &t.st))) {
 		goto out;
 	}
 	if (ref && (rc = scar_train_cost_target(&t, ref, nref, &ci)))
@@ -376,6 +350,19 @@ int scar_train_load_resume(const char *path, struct scar_state **out, size_t *sk
 			if (used_path)
 				snprintf(used_path, used_len, "%s", ents[i].path);
 			rc = 0;
+			break;
+		}
+		/*
+		 * Only damage is skipped: an intact newest checkpoint that could
+		 * not be read (EIO, no memory) must not silently cost the
+		 * iterations since the one before. A file removed since the
+		 * listing (another run pruning) is simply gone.
+		 */
+		if (!scar_error_is_damage(e2.code) &&
+		    !(e2.code == SCAR_EIO && e2.errno_value == ENOENT)) {
+			if (err)
+				*err = e2;
+			rc = e2.code;
 			break;
 		}
 		bad++;

@@ -179,6 +179,25 @@ int scar_train_config(const struct scar_train_opts *o, const struct scar_model_d
 	return rc;
 }
 
+/* A shard that can hold no row of any parameter tensor is a mistake. */
+static int check_shards(struct scar_train_ctx *c, const struct scar_state *st)
+{
+	const struct scar_tensor *big = NULL;
+
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *x = st->tensors[i];
+
+		if (is_param(x) && (!big || scar_tensor_rows(x) > scar_tensor_rows(big)))
+			big = x;
+	}
+	if (big && c->o->shards > scar_tensor_rows(big))
+		return scar_error_set(c->err, SCAR_EINVAL,
+				      "%u shards are more than the %llu rows of the largest parameter tensor '%s'",
+				      (unsigned)c->o->shards, (unsigned long long)scar_tensor_rows(big),
+				      big->name);
+	return 0;
+}
+
 int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_state **out)
 {
 	int rc;
@@ -188,7 +207,9 @@ int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_s
 	json_decref((*out)->config);
 	(*out)->config = json_incref(config);
 	(*out)->shards = c->o->shards;
-	return c->def->init_state(c->m, *out, c->err);
+	if ((rc = c->def->init_state(c->m, *out, c->err)))
+		return rc;
+	return check_shards(c, *out);
 }
 
 int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh)
@@ -376,9 +397,7 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 		json_object_set_new(rec, "files", json_integer((json_int_t)c->P));
 	if (rec && o->timing) {
 		json_object_set_new(rec, "seconds", json_real(secs));
-		/* The MPI trainer does not time the selection apart (yet). */
-		if (!c->dist)
-			json_object_set_new(rec, "select_seconds", json_real(sel_secs));
+		json_object_set_new(rec, "select_seconds", json_real(sel_secs));
 	}
 	return rec;
 }
@@ -392,9 +411,8 @@ static int rebuild_saved_view(struct scar_train_ctx *c)
 
 	if (!c->o->ckpt_dir)
 		return 0;
-	/* Manifests only for the MPI trainer, as before: one process never listed them (to settle). */
-	rc = c->dist ? scar_dist_ckpt_list(c->o->ckpt_dir, &v, &nv, NULL, c->err) :
-		scar_ckpt_list(c->o->ckpt_dir, &v, &nv, &skipped, c->err);
+	/* Manifests too: one process may resume what P ranks wrote. */
+	rc = scar_dist_ckpt_list(c->o->ckpt_dir, &v, &nv, &skipped, c->err);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < nv && v[i].iteration <= c->st->iteration; i++) {
@@ -744,10 +762,7 @@ int scar_train_finish(struct scar_train_ctx *c, const struct scar_train_cost *ci
 		}
 		if (o->timing) {
 			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
-			/* The MPI trainer does not time the selection apart (yet). */
-			if (!c->dist)
-				json_object_set_new(rec, "select_seconds",
-						    json_real(res->select_seconds));
+			json_object_set_new(rec, "select_seconds", json_real(res->select_seconds));
 			json_object_set_new(rec, "elapsed", json_real(scar_train_now() - c->t0));
 		}
 	}

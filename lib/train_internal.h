@@ -127,7 +127,11 @@ int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *co
 /* The run's configuration (a new reference): the checkpoint's, or the options' completed by the model. */
 int scar_train_config(const struct scar_train_opts *o, const struct scar_model_def *def,
 		      json_t **config, struct scar_error *err);
-/* A fresh state of config (borrowed) with o->shards shards, initialised by the model c->m. */
+/*
+ * A fresh state of config (borrowed) with o->shards shards, initialised by the
+ * model c->m; SCAR_EINVAL when there are more shards than the rows of the
+ * largest parameter tensor (a shard would hold nothing).
+ */
 int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_state **out);
 /* c->st, resumed, must have exactly the tensors of fresh: SCAR_EMISMATCH or SCAR_EINVAL else. */
 int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh);

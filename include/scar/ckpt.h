@@ -189,11 +189,20 @@ struct scar_ckpt_entry {
 
 /*
  * List the checkpoints (*.ckpt that carry a readable header and metadata) of
- * a directory, sorted by iteration then name. Unreadable or damaged files are
- * skipped and counted in *skipped (may be NULL). Free with scar_ckpt_list_free.
+ * a directory, sorted by iteration then name. Damaged files and ones that are
+ * not regular files are skipped and counted in *skipped (may be NULL); files
+ * removed while listing are passed over. An I/O error reading one is returned
+ * (SCAR_EIO, naming the file): it may be intact. Free with scar_ckpt_list_free.
  */
 int scar_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
 		   size_t *skipped, struct scar_error *err);
+/*
+ * As scar_ckpt_list, but a file that cannot be read for any reason is
+ * skipped and counted too: for listings that report each file on its own
+ * (scar-ckpt ls), not for choosing a checkpoint to resume from.
+ */
+int scar_ckpt_list_readable(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			    size_t *skipped, struct scar_error *err);
 void scar_ckpt_list_free(struct scar_ckpt_entry *v, size_t n);
 
 /* CRC-32C (Castagnoli) of buf, continuing from crc (start with 0). */

@@ -47,6 +47,14 @@ struct scar_error {
 /* Static name of a code, e.g. "corrupt input"; never NULL. */
 const char *scar_strerror(int code);
 
+/*
+ * Nonzero when code says the input itself is damaged (SCAR_EFORMAT,
+ * SCAR_ECORRUPT, SCAR_EVERSION, SCAR_ETRUNC): reading it again will fail the
+ * same way. An I/O error or a lack of memory is not damage: the file may be
+ * intact, so it must not be passed over as a bad one.
+ */
+int scar_error_is_damage(int code);
+
 /* Reset *e to "no error" (code 0, empty strings, offset and line -1). NULL is fine. */
 void scar_error_clear(struct scar_error *e);
 

@@ -144,7 +144,8 @@ json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
 /*
  * Build a resumable state from a checkpoint path, a directory (its newest
  * full checkpoint that verifies; damaged newer ones are skipped and counted
- * in *skipped) or "-" (stdin).
+ * in *skipped) or "-" (stdin). An I/O error on a newer checkpoint is
+ * returned (SCAR_EIO), not skipped: the file may be intact.
  */
 int scar_train_load_resume(const char *path, struct scar_state **out, size_t *skipped,
 			   char *used_path, size_t used_len, struct scar_error *err);

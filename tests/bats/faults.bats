@@ -305,3 +305,18 @@ npy_v2() {
 	run -2 --separate-stderr bash -c 'SCAR_FAULT="write:EIO:*" SCAR_FAULT_STDIO=1 LD_PRELOAD="$0" scar-ckpt convert in.ckpt - > x.out' "$SHIM"
 	[[ $stderr == "scar-ckpt: "*"Input/output error"* ]]
 }
+
+@test "scar-train --resume DIR: an unreadable newest checkpoint stops the run, a damaged one is skipped" {
+	scar-train -m ridge --set n=50 --set d=8 -n 4 --policy full --interval 2 --no-timing -q \
+		--checkpoint-dir d > /dev/null
+	[ -f d/ckpt-0000000004.ckpt ]
+	# An I/O error may hide an intact file: falling back to iteration 2
+	# would silently redo two iterations.
+	run -2 --separate-stderr faulty 'read:EIO:*' ckpt-0000000004 scar-train --resume d -n 6 -q
+	[ "$stderr" = "scar-train: cannot read 'd/ckpt-0000000004.ckpt': Input/output error" ]
+	[ -z "$output" ]
+	# Damage is skipped, with a warning, for the previous good one.
+	printf 'x' | dd of=d/ckpt-0000000004.ckpt bs=1 seek=100 conv=notrunc 2>/dev/null
+	run -0 --separate-stderr scar-train --resume d -n 6 -q --no-timing
+	[[ $stderr == *"skipped 1 damaged checkpoint in 'd'; resuming from 'd/ckpt-0000000002.ckpt'"* ]]
+}

@@ -293,6 +293,10 @@ MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sy
 	scar-train --resume pb --iters 20 $opts --fail-at 14 --checkpoint-dir pb |
 		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - a.jsonl
 	grep -q '"type":"recovery"' a.jsonl
+	# One process (no mpirun) resuming the ranks' directory builds the same view.
+	mpi 2 $MF $opts --iters 9 --checkpoint-dir pc > /dev/null
+	"$TRAIN" --resume pc --iters 20 $opts --fail-at 14 --checkpoint-dir pc |
+		jq -c 'del(.bytes, .checkpoint_bytes)' | cmp - a.jsonl
 }
 
 @test "mpi: the mf comparison can fail (another seed differs)" {
