@@ -12,6 +12,9 @@
 #   mf     ALS, rank 10, on MovieLens ml-latest-small when `make data` has
 #          fetched it, else the synthetic ratings (the output says which);
 #          30 sweeps, C = 10;
+#   mf-sgd SGD as DSGD with workers=4 (1, 2 and 4 divide it; the same epoch,
+#          bit for bit, on every P), rank 10, the same ratings; 30 epochs,
+#          C = 10;
 #   lda    10 topics, workers=4 (AD-LDA over 4 blocks of documents; 1, 2 and
 #          4 divide it, so every P computes the same sweep, bit for bit), on
 #          the SpamAssassin corpus when fetched, else the synthetic corpus;
@@ -185,6 +188,25 @@ bench mf $((30 / h)) 10 \
 	 | ($P - 1) * (4 * ($k + 1) * ($U + $I) + 8 * (3 * $U + $I))' \
 	"$what" -- --model mf "$@" --set solver=als --set rank=10 --shards 8
 
+# DSGD: the smaller side's blocks travel between neighbours, Q = min(P, W)
+# ranks are homes of blocks (lo(R) the first), block j of M rows has
+# ceil((M - j) / W); all rows are gathered after the last stratum.
+bench mf-sgd $((30 / h)) 10 \
+	'def rows(t): [.tensors[] | select(.name == t) | .rows][0];
+	 rows("user_factors") as $U | rows("item_factors") as $I
+	 | [.tensors[] | select(.name == "user_factors") | .shape[1]][0] as $k
+	 | .config.workers as $W | ([$P, $W] | min) as $Q
+	 | (if $U <= $I then $U else $I end) as $M
+	 | def lo(r): r * (($W / $P) | floor) + ([r, $W % $P] | min);
+	   def mj(j): if $M > j then (($M - j + $W - 1) / $W | floor) else 0 end;
+	   if $P == 1 then 0 else
+	     ($P - 1) * (4 * ($k + 1) * ($U + $I) + 8 * (2 * $U + $I))
+	     + 4 * ($k + 1) * ($Q * $M - ([range(0; $Q) | lo(.)
+	         | if $U <= $I then . else (. + $W - 1) % $W end | mj(.)] | add))
+	   end' \
+	"$(echo "$what" | sed 's/^ALS/SGD (DSGD, 4 workers)/')" \
+	-- --model mf "$@" --set solver=sgd --set workers=4 --set rank=10 --shards 8
+
 if [ -e "$data/spam/docword.spam.txt" ]; then
 	set -- --data "$data/spam/docword.spam.txt"
 	what="10 topics, 4 workers, SpamAssassin corpus ($data/spam/docword.spam.txt)"
@@ -202,7 +224,9 @@ cat <<EOF
 Model (scar-mpi(7), COST MODEL), linear in P at fixed data: bytes sent per
 iteration, ridge 2 (P-1) 8 d + 8 P (P-1) (independent of n); mlr per epoch
 (P-1) 4 k (n + ceil(n/b) (d+1)) + (P-1) 8 ceil(n/b); mf per sweep
-(P-1) (4 (k+1) (U+I) + 8 (3U + I)) (independent of the ratings); lda per sweep
+(P-1) (4 (k+1) (U+I) + 8 (3U + I)) (independent of the ratings); mf SGD with
+W workers per epoch (P-1) (4 (k+1) (U+I) + 8 (2U + I)) plus the travelling
+blocks, about 4 (k+1) min(P, W) min(U, I) (W-1)/W; lda per sweep
 (P-1) (4 T + 8 N) over T tokens and N documents (independent of vocabulary and
 topics). A checkpoint writes every row once whatever P, in sections that are
 byte for byte the single process's; each extra rank file adds 68 bytes and

@@ -7,7 +7,9 @@
  * to the owning ranks (alltoallv) and are summed there in rank order, the
  * owners apply the update to their rows, and the updated rows are gathered
  * to every worker (allgatherv); mlr and mf (ALS) follow the same pattern
- * with the model's own order of operations (see their sections). Every
+ * with the model's own order of operations (see their sections); mf SGD
+ * runs DSGD's strata, passing the travelling blocks between neighbours
+ * (point to point) and gathering all rows after the last. Every
  * collective's result is independent of MPI's algorithm choices: no MPI
  * reduction operation is used on floating point data, so a run is
  * deterministic for a given P.
@@ -123,6 +125,11 @@ struct dt {
 	uint32_t *mf_u, *mf_i;		/* the users and items this rank owns, ascending */
 	uint32_t mf_nu, mf_ni;
 	double *mf_uv, *mf_iv;		/* per user 2 values, per item 1: owners' terms of a sum */
+	int mf_umove;			/* sgd: user blocks travel (else item blocks) */
+	uint32_t *mf_home;		/* sgd: per block of the side that stays, its rank */
+	float *mf_sb, *mf_rb;		/* sgd: rows packed, k + 1 floats each */
+	int *mf_cnt, *mf_displ;		/* sgd: per rank, floats in a gather */
+	uint64_t *mf_pos;		/* sgd: per rank, the unpacking cursor */
 
 	/* lda: every rank holds the model (the corpus); it samples its blocks */
 	int lda;
@@ -935,13 +942,168 @@ static int mf_objective(struct dt *t, double *out)
 	return 0;
 }
 
+/* ---- mf, solver sgd: DSGD, the distributed math ---- */
+
+/*
+ * A DSGD epoch as lib/model_mf.c does it with "workers" W > 1: the W
+ * blocks of a stratum share no row, so different ranks run them. The
+ * side with more rows stays put, the other travels (users when U <= I).
+ * Rank R is the home of the contiguous blocks h in [lo(R), lo(R+1)) of
+ * the side that stays (the partition rule of W over P; ranks >= W have
+ * none). In stratum s home h runs worker h (user block h, item block
+ * (h + s) mod W) when items travel, worker (h - s) mod W (user block
+ * (h - s) mod W, item block h) when users do: the stratum's W blocks
+ * either way. The travelling block home h updated in stratum s is the one
+ * home h - 1 (items) or h + 1 (users) needs in stratum s + 1, so after
+ * every stratum but the last each rank with homes passes one block to its
+ * neighbour in the ring of such ranks (MPI_Sendrecv; the blocks between
+ * its own homes stay on the rank). After the last stratum every factor
+ * row and bias is gathered to every rank from the rank that updated it
+ * last. Each update is the model's, in the epoch's shuffled order, on
+ * rows that are current: the result is one process's, bit for bit. The
+ * shuffle is replicated worker state: every rank draws it itself.
+ */
+
+/* The rows of block j of n rows over W blocks (rows r = j mod W). */
+static uint64_t mf_block_rows(uint64_t n, uint32_t j, uint32_t W)
+{
+	return n > j ? (n - j + W - 1) / W : 0;
+}
+
+/* Block j's factor rows and biases to or from buf, k + 1 floats a row. */
+static void mf_block_copy(float *buf, float *f, float *b, uint64_t n, uint32_t j, uint32_t W,
+			  uint32_t k, int out)
+{
+	for (uint64_t r = j; r < n; r += W, buf += k + 1) {
+		if (out) {
+			memcpy(buf, f + r * k, k * sizeof(*f));
+			buf[k] = b[r];
+		} else {
+			memcpy(f + r * k, buf, k * sizeof(*f));
+			b[r] = buf[k];
+		}
+	}
+}
+
+/* Send block js of the travelling table to rank to, receive block jr from rank from. */
+static void mf_pass(struct dt *t, float *f, float *b, uint64_t n, uint32_t js, uint32_t jr,
+		    uint32_t to, uint32_t from)
+{
+	uint32_t W = t->mfi.workers, k = t->mfi.rank;
+	uint64_t ns = mf_block_rows(n, js, W), nr = mf_block_rows(n, jr, W);
+
+	mf_block_copy(t->mf_sb, f, b, n, js, W, k, 1);
+	MPI_Sendrecv(t->mf_sb, (int)(ns * (k + 1)), MPI_FLOAT, (int)to, 0, t->mf_rb,
+		     (int)(nr * (k + 1)), MPI_FLOAT, (int)from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	t->comm_bytes += ns * (k + 1) * sizeof(float);
+	mf_block_copy(t->mf_rb, f, b, n, jr, W, k, 0);
+}
+
+/*
+ * Every rank's copy of a table (factors f [n, k], biases b [n]) from the
+ * ranks that updated its rows last: row r's is the home of block
+ * (r mod W + shift) mod W.
+ */
+static void mf_gather_rows(struct dt *t, float *f, float *b, uint64_t n, uint32_t shift)
+{
+	uint32_t W = t->mfi.workers, k = t->mfi.rank, P = t->c.P;
+	uint64_t own = 0;
+	float *p = t->mf_sb;
+
+	memset(t->mf_cnt, 0, P * sizeof(*t->mf_cnt));
+	for (uint64_t r = 0; r < n; r++) {
+		uint32_t q = t->mf_home[(r % W + shift) % W];
+
+		t->mf_cnt[q] += (int)(k + 1);
+		if (q == t->c.R) {
+			memcpy(p, f + r * k, k * sizeof(*f));
+			p[k] = b[r];
+			p += k + 1;
+			own++;
+		}
+	}
+	for (uint32_t q = 0; q < P; q++) {
+		t->mf_displ[q] = q ? t->mf_displ[q - 1] + t->mf_cnt[q - 1] : 0;
+		t->mf_pos[q] = (uint64_t)t->mf_displ[q];
+	}
+	MPI_Allgatherv(t->mf_sb, (int)(own * (k + 1)), MPI_FLOAT, t->mf_rb, t->mf_cnt, t->mf_displ,
+		       MPI_FLOAT, MPI_COMM_WORLD);
+	t->comm_bytes += own * (k + 1) * sizeof(float) * (P - 1);
+	for (uint64_t r = 0; r < n; r++) {
+		const float *src = t->mf_rb + t->mf_pos[t->mf_home[(r % W + shift) % W]];
+
+		memcpy(f + r * k, src, k * sizeof(*f));
+		b[r] = src[k];
+		t->mf_pos[t->mf_home[(r % W + shift) % W]] += k + 1;
+	}
+}
+
+static int mf_sgd_step(struct dt *t)
+{
+	struct scar_mf_params x;
+	uint32_t W = t->mfi.workers, P = t->c.P, R = t->c.R, Pw = P < W ? P : W;
+	uint64_t a = scar_dist_part_lo(W, R, P), b = scar_dist_part_lo(W, R + 1, P);
+	uint64_t U = t->mfi.users, I = t->mfi.items;
+	int rc;
+
+	if ((rc = scar_mf_params(t->c.m, t->c.st, &x, t->c.err)) ||
+	    (rc = scar_mf_sgd_begin(t->c.m, t->c.st, t->c.err)))
+		return rc;
+	for (uint32_t s = 0; s < W; s++) {
+		for (uint64_t h = a; h < b; h++)
+			scar_mf_sgd_block(t->c.m, t->c.st, &x,
+					  t->mf_umove ? (uint32_t)((h + W - s) % W) : (uint32_t)h, s);
+		if (s + 1 == W || R >= Pw)
+			continue;
+		if (t->mf_umove)
+			mf_pass(t, x.p, x.bu, U, (uint32_t)((b + W - 1 - s) % W),
+				(uint32_t)((a + 2 * (uint64_t)W - 1 - s) % W), (R + 1) % Pw, (R + Pw - 1) % Pw);
+		else
+			mf_pass(t, x.q, x.bi, I, (uint32_t)((a + s) % W), (uint32_t)((b + s) % W),
+				(R + Pw - 1) % Pw, (R + 1) % Pw);
+	}
+	/* Users last updated by home u mod W (items travel) or the one before it (users travel). */
+	mf_gather_rows(t, x.p, x.bu, U, t->mf_umove ? W - 1 : 0);
+	mf_gather_rows(t, x.q, x.bi, I, t->mf_umove ? 0 : 1);
+	if (!isfinite(*x.mu))
+		return scar_error_set(t->c.err, SCAR_EDIVERGED, "mf: parameters diverged");
+	return 0;
+}
+
+/* sgd: which side travels, the homes of the blocks, the buffers. */
+static int mf_sgd_setup(struct dt *t)
+{
+	uint32_t W = t->mfi.workers, P = t->c.P, k = t->mfi.rank;
+	uint64_t big = (t->mfi.users > t->mfi.items ? t->mfi.users : t->mfi.items) * (uint64_t)(k + 1);
+
+	if (W == 1)
+		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED,
+				      "mf: solver 'sgd' with workers=1 is one chain of updates, each on the last, and does not run distributed; set workers=W > 1 for DSGD (best a multiple of the ranks: its results depend on W, never on the ranks)");
+	if (big > INT_MAX)
+		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "mf: too many rows for MPI");
+	t->mf_umove = t->mfi.users <= t->mfi.items;
+	t->mf_home = malloc(W * sizeof(*t->mf_home));
+	t->mf_sb = malloc((big + 1) * sizeof(*t->mf_sb));
+	t->mf_rb = malloc((big + 1) * sizeof(*t->mf_rb));
+	t->mf_cnt = calloc(P, sizeof(*t->mf_cnt));
+	t->mf_displ = calloc(P, sizeof(*t->mf_displ));
+	t->mf_pos = calloc(P, sizeof(*t->mf_pos));
+	if (!t->mf_home || !t->mf_sb || !t->mf_rb || !t->mf_cnt || !t->mf_displ || !t->mf_pos)
+		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
+	for (uint32_t q = 0; q < P; q++)
+		for (uint64_t h = scar_dist_part_lo(W, q, P); h < scar_dist_part_lo(W, q + 1, P); h++)
+			t->mf_home[h] = q;
+	return 0;
+}
+
 /* The model on every rank (it loaded the ratings); the rows this rank owns. */
 static int mf_setup(struct dt *t)
 {
+	int rc;
+
 	scar_mf_info(t->c.m, &t->mfi);
-	if (t->mfi.sgd)
-		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED,
-				      "mf: solver 'sgd' does not run distributed (an epoch is one chain of updates, each on the last; use solver=als)");
+	if (t->mfi.sgd && (rc = mf_sgd_setup(t)))
+		return rc;
 	t->mf_u = malloc(((size_t)t->mfi.users + 1) * sizeof(*t->mf_u));
 	t->mf_i = malloc(((size_t)t->mfi.items + 1) * sizeof(*t->mf_i));
 	t->mf_uv = calloc(2 * (size_t)t->mfi.users + 1, sizeof(*t->mf_uv));
@@ -1062,7 +1224,7 @@ static int wl_step(struct scar_train_ctx *c)
 {
 	struct dt *t = dt_of(c);
 
-	return t->mlr ? mlr_step(t) : t->mf ? mf_step(t) : t->lda ? lda_step(t) : ridge_step(t);
+	return t->mlr ? mlr_step(t) : t->mf ? (t->mfi.sgd ? mf_sgd_step(t) : mf_step(t)) : t->lda ? lda_step(t) : ridge_step(t);
 }
 
 /* ---- state distribution ---- */
@@ -1340,6 +1502,12 @@ static void dt_free(struct dt *t)
 	free(t->mf_i);
 	free(t->mf_uv);
 	free(t->mf_iv);
+	free(t->mf_home);
+	free(t->mf_sb);
+	free(t->mf_rb);
+	free(t->mf_cnt);
+	free(t->mf_displ);
+	free(t->mf_pos);
 	free(t->ld_ll);
 	free(t->ld_cnt);
 	free(t->ld_displ);

@@ -17,7 +17,15 @@
  *   sgd  one epoch of stochastic gradient descent over the training
  *        ratings in an order shuffled by the worker RNG, with the
  *        per-rating share of the penalty (lambda for "count", lambda / w
- *        for "none"); mu stays at the training mean.
+ *        for "none"); mu stays at the training mean. With "workers"
+ *        W > 1 the epoch is DSGD's (stratified SGD, Gemulla et al., KDD
+ *        2011): user block b(u) = u mod W, item block b(i) = i mod W; the
+ *        epoch is W strata s = 0..W-1, and in stratum s worker w updates,
+ *        in the epoch's shuffled order, the ratings with b(u) = w and
+ *        b(i) = (w + s) mod W. The W blocks of a stratum share no user or
+ *        item row (nor bias), so running the workers one after another
+ *        here gives what running them in parallel gives: the MPI trainer
+ *        runs them on different ranks, bit-identical (scar-mpi(7)).
  *
  * Objective: sqrt(L / n_train) ("rmse_penalized", the training RMSE with
  * the penalty folded in). Sums over the training ratings (the squared
@@ -47,6 +55,10 @@
  *   lambda_scale  string, "count": "count" (weighted lambda) or "none"
  *   lr            real, 0.01: sgd learning rate
  *   init_scale    real, 0.1: initial factors ~ N(0, init_scale^2)
+ *   workers       integer, 1: W, the DSGD workers of an sgd epoch (1 to
+ *                 1024; above 1 only with solver "sgd"). W = 1 is the
+ *                 sequential epoch; the results depend on W, never on the
+ *                 number of MPI ranks that run the workers.
  */
 #include <math.h>
 #include <stdio.h>
@@ -69,13 +81,18 @@ struct scar_model {
 	uint32_t *uidx, *iidx;	/* the other side's id */
 	float *ur, *ir;		/* ratings */
 	double *work;		/* (rank + 1)^2 + 2 (rank + 1) */
+	/* sgd with workers W > 1: the epoch's order split into the W x W blocks */
+	uint32_t workers;
+	uint64_t *bptr, *bfill;	/* W W + 1: block (bu, bi) is blk[bptr[bu W + bi] ..) */
+	uint32_t *blk;		/* n_train: rating indices, shuffled order within a block */
 };
 
 #define mf_params scar_mf_params
 
 static const char *const mf_keys[] = {
 	"seed", "data_seed", "data", "users", "items", "synth_rank", "density", "noise",
-	"test_frac", "solver", "rank", "lambda", "lambda_scale", "lr", "init_scale", NULL
+	"test_frac", "solver", "rank", "lambda", "lambda_scale", "lr", "init_scale", "workers",
+	NULL
 };
 static const char *const solvers[] = { "als", "sgd", NULL };
 static const char *const scales[] = { "count", "none", NULL };
@@ -98,8 +115,12 @@ static int mf_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_real(cfg, "lambda", 0.1, 0, 1e9, err)) ||
 	    (rc = mu_cfg_str(cfg, "lambda_scale", "count", scales, err)) ||
 	    (rc = mu_cfg_real(cfg, "lr", 0.01, 0, 1e3, err)) ||
-	    (rc = mu_cfg_real(cfg, "init_scale", 0.1, 0, 1e6, err)))
+	    (rc = mu_cfg_real(cfg, "init_scale", 0.1, 0, 1e6, err)) ||
+	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 1024, err)))
 		return rc;
+	if (mu_get_int(cfg, "workers") > 1 && strcmp(mu_get_str(cfg, "solver"), "sgd"))
+		return scar_error_set(err, SCAR_EINVAL,
+				      "mf: 'workers' above 1 needs solver \"sgd\" (ALS solves its rows in parallel already)");
 	return 0;
 }
 
@@ -116,6 +137,9 @@ static void mf_free(struct scar_model *m)
 	free(m->ur);
 	free(m->ir);
 	free(m->work);
+	free(m->bptr);
+	free(m->bfill);
+	free(m->blk);
 	free(m);
 }
 
@@ -170,6 +194,24 @@ static int group(const uint32_t *key, const uint32_t *other, const float *r, uin
 	return 0;
 }
 
+/* The sizes of the W x W blocks (they depend on the ratings, not on the order). */
+static int dsgd_blocks(struct scar_model *m, struct scar_error *err)
+{
+	uint64_t nb = (uint64_t)m->workers * m->workers;
+
+	m->bptr = calloc(nb + 1, sizeof(*m->bptr));
+	m->bfill = malloc(nb * sizeof(*m->bfill));
+	m->blk = malloc((m->train->n ? m->train->n : 1) * sizeof(*m->blk));
+	if (!m->bptr || !m->bfill || !m->blk)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	for (uint64_t e = 0; e < m->train->n; e++)
+		m->bptr[(uint64_t)(m->train->user[e] % m->workers) * m->workers +
+			m->train->item[e] % m->workers + 1]++;
+	for (uint64_t b = 0; b < nb; b++)
+		m->bptr[b + 1] += m->bptr[b];
+	return 0;
+}
+
 static int mf_create(struct scar_model **out, const json_t *cfg, struct scar_error *err)
 {
 	struct scar_model *m = calloc(1, sizeof(*m));
@@ -220,6 +262,10 @@ static int mf_create(struct scar_model **out, const json_t *cfg, struct scar_err
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto fail;
 	}
+	/* A checkpoint from before the key holds no "workers": 1. */
+	m->workers = mu_get_int(cfg, "workers") > 1 ? (uint32_t)mu_get_int(cfg, "workers") : 1;
+	if (m->sgd && m->workers > 1 && (rc = dsgd_blocks(m, err)))
+		goto fail;
 	scar_ratings_free(all);
 	*out = m;
 	return 0;
@@ -387,14 +433,37 @@ static void als_sweep(struct scar_model *m, struct mf_params *x)
 	*x->mu = scar_mf_mean(m, s);
 }
 
-static int sgd_epoch(struct scar_model *m, struct scar_state *st, struct mf_params *x,
-		     struct scar_error *err)
+/* One SGD update on training rating e. */
+static inline void sgd_rating(const struct scar_model *m, struct mf_params *x, uint64_t e,
+			      float lr, float mu)
+{
+	const struct scar_ratings *tr = m->train;
+	uint32_t u = tr->user[e], i = tr->item[e], k = m->rank;
+	float *pu = x->p + (uint64_t)u * k, *qi = x->q + (uint64_t)i * k;
+	float ru = (float)m->lambda, ri = ru, err_ui;
+
+	if (!m->weighted) {
+		ru /= (float)(m->uptr[u + 1] - m->uptr[u]);
+		ri /= (float)(m->iptr[i + 1] - m->iptr[i]);
+	}
+	err_ui = tr->rating[e] - mu - x->bu[u] - x->bi[i] - dotf(pu, qi, k);
+	x->bu[u] += lr * (err_ui - ru * x->bu[u]);
+	x->bi[i] += lr * (err_ui - ri * x->bi[i]);
+	for (uint32_t j = 0; j < k; j++) {
+		float pj = pu[j], qj = qi[j];
+
+		pu[j] += lr * (err_ui * qj - ru * pj);
+		qi[j] += lr * (err_ui * pj - ri * qj);
+	}
+}
+
+int scar_mf_sgd_begin(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct scar_tensor *ord;
 	struct scar_rng r;
-	uint32_t *order, k = m->rank;
 	const struct scar_ratings *tr = m->train;
-	float lr = (float)m->lr, mu = (float)*x->mu;
+	uint64_t nb = (uint64_t)m->workers * m->workers;
+	uint32_t *order, W = m->workers;
 	int rc;
 
 	if ((rc = mu_find(st, "order", SCAR_U32, tr->n, &ord, err)) || (rc = mu_rng_get(st, &r, err)))
@@ -404,27 +473,48 @@ static int sgd_epoch(struct scar_model *m, struct scar_state *st, struct mf_para
 		if (order[i] >= tr->n)
 			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
 	scar_rng_shuffle_u32(&r, order, tr->n);
+	mu_rng_put(st, &r);
+	if (W == 1)
+		return 0;
+	/* A stable split of the shuffled order into the blocks. */
+	memcpy(m->bfill, m->bptr, nb * sizeof(*m->bfill));
 	for (uint64_t t = 0; t < tr->n; t++) {
 		uint64_t e = order[t];
-		uint32_t u = tr->user[e], i = tr->item[e];
-		float *pu = x->p + (uint64_t)u * k, *qi = x->q + (uint64_t)i * k;
-		float ru = (float)m->lambda, ri = ru, err_ui;
 
-		if (!m->weighted) {
-			ru /= (float)(m->uptr[u + 1] - m->uptr[u]);
-			ri /= (float)(m->iptr[i + 1] - m->iptr[i]);
-		}
-		err_ui = tr->rating[e] - mu - x->bu[u] - x->bi[i] - dotf(pu, qi, k);
-		x->bu[u] += lr * (err_ui - ru * x->bu[u]);
-		x->bi[i] += lr * (err_ui - ri * x->bi[i]);
-		for (uint32_t j = 0; j < k; j++) {
-			float pj = pu[j], qj = qi[j];
-
-			pu[j] += lr * (err_ui * qj - ru * pj);
-			qi[j] += lr * (err_ui * pj - ri * qj);
-		}
+		m->blk[m->bfill[(uint64_t)(tr->user[e] % W) * W + tr->item[e] % W]++] = (uint32_t)e;
 	}
-	mu_rng_put(st, &r);
+	return 0;
+}
+
+void scar_mf_sgd_block(const struct scar_model *m, const struct scar_state *st,
+		       struct scar_mf_params *x, uint32_t w, uint32_t s)
+{
+	float lr = (float)m->lr, mu = (float)*x->mu;
+	uint32_t W = m->workers;
+
+	if (W == 1) {
+		const uint32_t *order = scar_state_find(st, "order")->data;
+
+		for (uint64_t t = 0; t < m->train->n; t++)
+			sgd_rating(m, x, order[t], lr, mu);
+	} else {
+		uint64_t b = (uint64_t)w * W + (w + s) % W;
+
+		for (uint64_t t = m->bptr[b]; t < m->bptr[b + 1]; t++)
+			sgd_rating(m, x, m->blk[t], lr, mu);
+	}
+}
+
+static int sgd_epoch(struct scar_model *m, struct scar_state *st, struct mf_params *x,
+		     struct scar_error *err)
+{
+	int rc = scar_mf_sgd_begin(m, st, err);
+
+	if (rc)
+		return rc;
+	for (uint32_t s = 0; s < m->workers; s++)
+		for (uint32_t w = 0; w < m->workers; w++)
+			scar_mf_sgd_block(m, st, x, w, s);
 	return 0;
 }
 
@@ -508,6 +598,7 @@ void scar_mf_info(const struct scar_model *m, struct scar_mf_info *out)
 	out->items = m->items;
 	out->rank = m->rank;
 	out->sgd = m->sgd;
+	out->workers = m->workers;
 	out->n_train = m->train->n;
 }
 

@@ -3,8 +3,9 @@
  * (dist_mpi.c) runs on the owners of the rows, so that a distributed ALS
  * sweep does every floating-point operation of the single-process one:
  * the per-row solves, and the per-user and per-item terms of the sums the
- * model adds up in user (then item) order. Not part of the public API; the
- * model pointer must be an instance of the "mf" model.
+ * model adds up in user (then item) order; and the DSGD epoch of solver
+ * "sgd" with "workers" W > 1, whose blocks the ranks run. Not part of the
+ * public API; the model pointer must be an instance of the "mf" model.
  */
 #ifndef SCAR_MODEL_MF_H
 #define SCAR_MODEL_MF_H
@@ -23,6 +24,7 @@ struct scar_mf_params {
 struct scar_mf_info {
 	uint32_t users, items, rank;
 	int sgd;		/* solver "sgd" (else "als") */
+	uint32_t workers;	/* sgd: W, the DSGD workers (1: the sequential epoch) */
 	uint64_t n_train;
 };
 
@@ -40,6 +42,20 @@ double scar_mf_user_sse(const struct scar_model *m, const struct scar_mf_params 
 /* The penalty term w (|f|^2 + b^2) of user u and of item i (before lambda). */
 double scar_mf_user_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u);
 double scar_mf_item_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t i);
+/*
+ * An sgd epoch is scar_mf_sgd_begin (check the "order" tensor, shuffle it
+ * with the state RNG, split it into the W x W blocks), then
+ * scar_mf_sgd_block for every stratum s = 0..W-1 in order and, within a
+ * stratum, for every worker w < W in any order and on any process whose
+ * copy of w's user rows and of item block (w + s) mod W is current: it
+ * updates, in the shuffled order, the ratings of user block w and item
+ * block (w + s) mod W, changing only those rows of x (factors and biases).
+ * With W = 1 the one block is every rating (w = s = 0). Begin fails as the
+ * step does (SCAR_ECORRUPT for an invalid order); a block cannot fail.
+ */
+int scar_mf_sgd_begin(struct scar_model *m, struct scar_state *st, struct scar_error *err);
+void scar_mf_sgd_block(const struct scar_model *m, const struct scar_state *st,
+		       struct scar_mf_params *x, uint32_t w, uint32_t s);
 /* The global mean from the user-order sum of the residual parts. */
 double scar_mf_mean(const struct scar_model *m, double resid_sum);
 /* The objective from the user-order sum of squared errors and the user-then-item-order penalty. */

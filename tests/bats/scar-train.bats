@@ -181,3 +181,20 @@ field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; 
 	run -0 scar-train -q --no-timing -m lda -n 20 --policy priority --interval 4 --fail-at 9 --lose-fraction 1/2 --cost
 	[[ "$(printf '%s\n' "$output" | grep '"type":"cost"')" == *'"censored":false'* ]]
 }
+
+@test "scar-train: mf SGD with workers (DSGD) resumes exactly; workers needs solver sgd" {
+	opts="-q --no-timing -m mf --set solver=sgd --set workers=4 --set users=120 --set items=90"
+	scar-train $opts -n 6 --save full.ckpt > full.jsonl
+	scar-train $opts -n 2 --save part.ckpt > /dev/null
+	scar-train -q --no-timing --resume part.ckpt -n 6 --save resumed.ckpt > /dev/null
+	cmp full.ckpt resumed.ckpt
+	[[ "$(head -1 full.jsonl)" == *'"workers":4'* ]]
+	# Another algorithm than the sequential epoch, but the same start.
+	scar-train -q --no-timing -m mf --set solver=sgd --set users=120 --set items=90 -n 6 > seq.jsonl
+	[ "$(sed -n 2p seq.jsonl)" = "$(sed -n 2p full.jsonl)" ]
+	[ "$(tail -1 seq.jsonl)" != "$(tail -1 full.jsonl)" ]
+	[[ "$(head -1 seq.jsonl)" == *'"workers":1'* ]]
+	run -2 scar-train -q -m mf --set workers=2 -n 1
+	[[ "$output" == *"mf: 'workers' above 1 needs solver \"sgd\""* ]]
+	run -2 scar-train -q -m mf --set solver=sgd --set workers=0 -n 1
+}

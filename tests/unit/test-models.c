@@ -11,6 +11,7 @@
 #include "scar/data.h"
 #include "scar/model.h"
 #include "scar/tensor.h"
+#include "model_mf.h"
 #include "unit.h"
 
 struct run {
@@ -310,6 +311,125 @@ static void test_mf(void)
 		     "\"lambda_scale\": \"none\"}", 2, 5);
 }
 
+/*
+ * DSGD (mf, solver sgd, workers W > 1): the workers of a stratum run in
+ * parallel, each on its own copy of the stratum's starting state, and
+ * their rows merged afterwards give bit for bit the model's sequential
+ * step; each worker touches only its user block and its item block.
+ */
+static int dsgd_parallel_equal(const char *cfg, uint32_t W, int epochs)
+{
+	struct run a, b;
+	struct scar_state **cp = calloc(W + 1, sizeof(*cp));
+	struct scar_error err;
+	int ok = 1;
+
+	if (!cp || run_open(&a, "mf", cfg) || run_open(&b, "mf", cfg)) {
+		free(cp);
+		return 0;
+	}
+	for (int ep = 0; ep < epochs && ok; ep++) {
+		struct scar_mf_params x, y, z;
+		struct scar_mf_info mi;
+
+		ok &= run_steps(&a, 1) == 0;
+		ok &= scar_mf_sgd_begin(b.m, b.st, &err) == 0;
+		scar_mf_info(b.m, &mi);
+		ok &= mi.workers == W;
+		for (uint32_t s = 0; s < W && ok; s++) {
+			/* cp[W] is the stratum's start, cp[w] worker w's copy. */
+			for (uint32_t w = 0; w <= W && ok; w++) {
+				ok &= scar_state_clone(&cp[w], b.st, &err) == 0 &&
+					scar_mf_params(b.m, cp[w], &y, &err) == 0;
+				if (ok && w < W)
+					scar_mf_sgd_block(b.m, cp[w], &y, w, s);
+			}
+			ok &= scar_mf_params(b.m, b.st, &x, &err) == 0 &&
+				scar_mf_params(b.m, cp[W], &z, &err) == 0;
+			for (uint32_t w = 0; w < W && ok; w++) {
+				uint32_t ib = (w + s) % W, k = mi.rank;
+
+				scar_mf_params(b.m, cp[w], &y, &err);
+				for (uint32_t u = 0; u < mi.users; u++) {
+					if (u % W == w) {
+						memcpy(x.p + (uint64_t)u * k, y.p + (uint64_t)u * k, k * sizeof(float));
+						x.bu[u] = y.bu[u];
+					} else if (memcmp(z.p + (uint64_t)u * k, y.p + (uint64_t)u * k,
+							  k * sizeof(float)) || z.bu[u] != y.bu[u]) {
+						ok = 0;	/* a row outside the worker's blocks moved */
+					}
+				}
+				for (uint32_t i = 0; i < mi.items; i++) {
+					if (i % W == ib) {
+						memcpy(x.q + (uint64_t)i * k, y.q + (uint64_t)i * k, k * sizeof(float));
+						x.bi[i] = y.bi[i];
+					} else if (memcmp(z.q + (uint64_t)i * k, y.q + (uint64_t)i * k,
+							  k * sizeof(float)) || z.bi[i] != y.bi[i]) {
+						ok = 0;
+					}
+				}
+			}
+			for (uint32_t w = 0; w <= W; w++) {
+				scar_state_free(cp[w]);
+				cp[w] = NULL;
+			}
+		}
+		b.st->iteration++;
+		ok &= states_equal(a.st, b.st);
+	}
+	run_close(&a);
+	run_close(&b);
+	free(cp);
+	return ok;
+}
+
+static void test_mf_dsgd(void)
+{
+	struct run r, s;
+	struct scar_error err;
+	double f, rmse;
+	static const char *const bad[] = {
+		"{\"workers\": 2}", "{\"solver\": \"sgd\", \"workers\": 0}",
+		"{\"solver\": \"sgd\", \"workers\": 1025}",
+	};
+	static const int bad_rc[] = { SCAR_EINVAL, SCAR_ERANGE, SCAR_ERANGE };
+
+	/* DSGD learns as SGD does. */
+	if (run_open(&r, "mf", "{\"rank\": 5, \"density\": 0.2, \"lambda\": 0.005, "
+		     "\"solver\": \"sgd\", \"lr\": 0.02, \"workers\": 4}")) {
+		CHECK(0);
+		return;
+	}
+	f = run_heldout(&r);
+	CHECK(run_steps(&r, 20) == 0);
+	rmse = run_heldout(&r);
+	printf("mf: DSGD (4 workers) test RMSE %.4f -> %.4f after 20 epochs\n", f, rmse);
+	CHECK(rmse < 0.5 * f);
+	run_close(&r);
+	/* The stratified epoch is another algorithm than the sequential one. */
+	if (run_open(&r, "mf", "{\"users\": 200, \"items\": 150, \"solver\": \"sgd\"}") ||
+	    run_open(&s, "mf", "{\"users\": 200, \"items\": 150, \"solver\": \"sgd\", \"workers\": 4}")) {
+		CHECK(0);
+		return;
+	}
+	CHECK(states_equal(r.st, s.st));
+	CHECK(run_steps(&r, 1) == 0 && run_steps(&s, 1) == 0);
+	CHECK(!states_equal(r.st, s.st));
+	run_close(&r);
+	run_close(&s);
+	/* Users and items not multiples of W; both penalty scalings. */
+	CHECK(dsgd_parallel_equal("{\"users\": 203, \"items\": 151, \"solver\": \"sgd\", \"workers\": 4}", 4, 3));
+	CHECK(dsgd_parallel_equal("{\"users\": 97, \"items\": 120, \"solver\": \"sgd\", \"workers\": 3, "
+				  "\"lambda_scale\": \"none\"}", 3, 2));
+	check_resume("mf", "{\"users\": 200, \"items\": 150, \"solver\": \"sgd\", \"workers\": 4}", 2, 5);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		json_t *cfg = json_loads(bad[k], 0, NULL);
+
+		CHECK(scar_model_find("mf")->configure(cfg, &err) == bad_rc[k]);
+		json_decref(cfg);
+	}
+}
+
 /* Total-variation distance between planted topic a (V doubles) and learned topic k. */
 static double topic_tv(const double *a, const struct scar_tensor *wt, uint32_t k, uint32_t kk,
 		       uint64_t v)
@@ -579,6 +699,7 @@ int main(void)
 	test_ridge();
 	test_mlr();
 	test_mf();
+	test_mf_dsgd();
 	test_lda();
 	test_data_paths();
 	return unit_done("test-models");
