@@ -183,6 +183,8 @@ int main(int argc, char **argv)
 			   &argc, &argv, &err))
 		cli_die_error(&err);
 	atexit(scar_dist_finalize);
+	if (scar_dist_active() && scar_dist_rank() != 0)
+		cli_quiet_usage_errors();
 #endif
 	scar_error_clear(&err);
 	scar_train_opts_init(&o);

@@ -15,6 +15,14 @@ const char *cli_progname = "scar";
  * then stays quiet, so one failure gives one message. */
 static int dying;
 
+/* Set on all but one of several identical processes (MPI ranks). */
+static int usage_quiet;
+
+void cli_quiet_usage_errors(void)
+{
+	usage_quiet = 1;
+}
+
 static void check_stdout_at_exit(void)
 {
 	if (dying) {
@@ -65,10 +73,12 @@ void cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	va_start(ap, fmt);
-	vmsg(fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "try '%s --help'\n", cli_progname);
+	if (!usage_quiet) {
+		va_start(ap, fmt);
+		vmsg(fmt, ap);
+		va_end(ap);
+		fprintf(stderr, "try '%s --help'\n", cli_progname);
+	}
 	dying = 1;
 	exit(EXIT_TROUBLE);
 }

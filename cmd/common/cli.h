@@ -30,6 +30,12 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: MSG" then "try 'prog --help'", exit 2. */
 _Noreturn void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * From now on cli_usage_error exits 2 without a word: for the MPI ranks
+ * other than 0, which parse the same arguments and would repeat rank 0's
+ * message.
+ */
+void cli_quiet_usage_errors(void);
 
 /* Print a library error as "prog: [file:line: | file: offset N: ]msg". */
 void cli_warn_error(const struct scar_error *e);

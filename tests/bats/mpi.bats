@@ -395,3 +395,9 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 	[ "$(grep -c "scar-train: mf: solver 'sgd'" <<< "$stderr")" -eq 1 ]
 	[ -z "$output" ]
 }
+
+@test "mpi: a usage error is reported once, not once per rank" {
+	run -2 --separate-stderr mpi 3 --model ridge --iters 2x
+	[ "$(grep -c "^scar-train: option '--iters': '2x' is not a non-negative integer" <<< "$stderr")" -eq 1 ]
+	[ "$(grep -c "^try 'scar-train --help'" <<< "$stderr")" -eq 1 ]
+}
