@@ -29,8 +29,13 @@
 # OUT/compare-runs.tsv (e.g. one concatenated from several runs).
 set -eu
 
+# The checkout's tools, unless PATH has them already (`make valgrind-check`
+# puts its wrappers of them ahead).
 bin=$(cd "$(dirname "$0")/.." && pwd)
-PATH="$bin:$PATH"
+case ":$PATH:" in
+*":$bin:"*) ;;
+*) PATH="$bin:$PATH" ;;
+esac
 trials=${TRIALS:-10}
 jobs=${JOBS:-2}
 out=${OUT:-results}

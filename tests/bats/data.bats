@@ -10,7 +10,7 @@ FETCH="$SCAR_ROOT/tools/fetch-data.sh"
 D="$FIXTURES/data"
 
 s2u() {
-	${SCAR_TEST_WRAPPER:-} "$S2U" "$@"
+	${SCAR_WRAP:-} "$S2U" "$@"
 }
 
 @test "spam2uci --help prints the usage on stdout and every long option" {

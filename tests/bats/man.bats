@@ -134,9 +134,6 @@ run_examples() {
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		OMPI_MCA_rmaps_base_oversubscribe=1
 	export SCAR_EX_PS=$BATS_TEST_TMPDIR/ex.ps SCAR_EX_LAST=$BATS_TEST_TMPDIR/ex.last
-	if [ -n "${SCAR_TEST_WRAPPER:-}" ]; then
-		export -f scar-train scar-ckpt scar-diff scar-bound scar-inject
-	fi
 	for f in "$cmds"/*; do
 		[ -f "$f" ] || { echo "$page: no commands in its EXAMPLES"; return 1; }
 		rc=0

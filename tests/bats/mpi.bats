@@ -9,8 +9,9 @@
 bats_require_minimum_version 1.5.0
 load helper
 
-# The scar-train under test (SCAR_MPI_TRAIN overrides, e.g. a patched build).
-TRAIN="${SCAR_MPI_TRAIN:-$SCAR_ROOT/scar-train}"
+# The scar-train under test (SCAR_MPI_TRAIN overrides, e.g. a patched
+# build), by name: the built one (PATH, helper.bash), or its wrapper.
+TRAIN="${SCAR_MPI_TRAIN:-scar-train}"
 
 mpi() {
 	local np=$1

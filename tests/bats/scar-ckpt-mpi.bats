@@ -5,7 +5,7 @@ load helper
 
 mpi() {
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		mpirun --allow-run-as-root --oversubscribe -np 2 "$SCAR_ROOT/scar-train" "$@"
+		mpirun --allow-run-as-root --oversubscribe -np 2 scar-train "$@"
 }
 
 setup_file() {
@@ -21,7 +21,7 @@ setup_file() {
 	fi
 	mkdir d
 	mpi -q -m ridge -n 6 --policy full --interval 3 --checkpoint-dir d > train.jsonl
-	"$SCAR_ROOT/scar-train" -q -m ridge -n 6 --save ref.ckpt > /dev/null
+	scar-train -q -m ridge -n 6 --save ref.ckpt > /dev/null
 }
 
 setup() {
@@ -74,7 +74,7 @@ MF="-q -m mf --set users=120 --set items=90 --shards 5 --no-timing --no-sync -n 
 @test "apply DIR: a distributed directory folds like a single-process one" {
 	cd "$BATS_TEST_TMPDIR"
 	mpi $MF --checkpoint-dir dd > /dev/null
-	"$SCAR_ROOT/scar-train" $MF --checkpoint-dir sd > /dev/null
+	scar-train $MF --checkpoint-dir sd > /dev/null
 	run -0 scar-ckpt apply -o one.ckpt sd
 	run -0 scar-ckpt apply -o dist.ckpt dd
 	run -0 scar-diff --all one.ckpt dist.ckpt
@@ -88,7 +88,7 @@ MF="-q -m mf --set users=120 --set items=90 --shards 5 --no-timing --no-sync -n 
 @test "apply DIR: rank files without a manifest are not used, a damaged one refuses" {
 	cd "$BATS_TEST_TMPDIR"
 	mpi $MF --checkpoint-dir dd > /dev/null
-	"$SCAR_ROOT/scar-train" $MF --checkpoint-dir sd > /dev/null
+	scar-train $MF --checkpoint-dir sd > /dev/null
 	# A crash before the manifest of iteration 10: its rank files stay.
 	rm dd/ckpt-0000000010.manifest sd/ckpt-0000000010.ckpt
 	[ -f dd/ckpt-0000000010.rank-1.ckpt ]

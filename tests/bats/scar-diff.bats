@@ -283,19 +283,19 @@ EOF
 	[ -x /usr/bin/time ] || skip "/usr/bin/time not installed"
 	# ASan's shadow memory and quarantine are RSS the bound is not about
 	[[ $SCAR_SANITIZE != *address* ]] || skip "built with SANITIZE=$SCAR_SANITIZE: RSS is ASan's"
-	# (/usr/bin/time runs the binary itself, never SCAR_TEST_WRAPPER: the
-	# bound is the tool's RSS, not valgrind's)
+	# (/usr/bin/time runs the binary itself, never SCAR_TEST_WRAPPER's
+	# wrapper on PATH: the bound is the tool's RSS, not valgrind's)
 	# 64 MiB of f32 in 8 shards: 8 MiB sections
 	head -c $((64 << 20)) /dev/urandom >a.raw
 	head -c $((64 << 20)) /dev/urandom >b.raw
 	scar-ckpt import --dtype f32 --shape 16384,1024 --shards 8 --name w --no-sync -o a.ckpt a.raw
 	scar-ckpt import --dtype f32 --shape 16384,1024 --shards 8 --name w --no-sync -o b.ckpt b.raw
 	rm a.raw b.raw
-	run -1 /usr/bin/time -f 'maxrss %M' scar-diff -q a.ckpt b.ckpt
+	run -1 /usr/bin/time -f 'maxrss %M' "$SCAR_ROOT/scar-diff" -q a.ckpt b.ckpt
 	kb=$(sed -n 's/^maxrss //p' <<<"$output")
 	echo "max RSS $kb KiB, bound $((2 * 8192 + 16384)) KiB"
 	[ "$kb" -le $((2 * 8192 + 16384)) ]
-	run -1 /usr/bin/time -f 'maxrss %M' scar-diff -q - b.ckpt <a.ckpt
+	run -1 /usr/bin/time -f 'maxrss %M' "$SCAR_ROOT/scar-diff" -q - b.ckpt <a.ckpt
 	kb=$(sed -n 's/^maxrss //p' <<<"$output")
 	echo "from a pipe: max RSS $kb KiB"
 	[ "$kb" -le $((2 * 8192 + 16384)) ]
