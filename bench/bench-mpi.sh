@@ -76,18 +76,30 @@ meta() { dd if="$1" bs=1 skip=24 count="$(meta_len "$1")" 2>/dev/null; }
 # metadata, with $P and $m (its meta_len): per extra rank file 68 bytes of
 # header, metadata length and CRC, index frame and trailer plus the metadata
 # less the state tensors' entries (rank 0's file alone lists them); "partial"
-# for "full" in every file; and per parameter tensor of n > 1 rows the rank
-# files' lists of present rows, each row an [r,1] of its own (digits(r) + 5
-# bytes with its comma) in place of one "all".
+# for "full" in every file; and per parameter tensor, in place of one "all"
+# (5 bytes), each rank file's present rows: "all" if it owns every row, []
+# if none, else the shorter of its [start,count] list (digits + 3 bytes a
+# run, a comma between runs) and the bitmap, 13 + 4 ceil(ceil(n/8)/3) bytes
+# (scar-ckpt(5)). Rank k owns the rows r with (r mod S) mod P = k.
 ckpt_model='
-	def D(n): n + ([range(1; 19) | pow(10; .) | select(. < n) | n - .] | add // 0);
+	def bitmap(n): 13 + 4 * ((((n + 7) / 8 | floor) + 2) / 3 | floor);
+	def present(n; S; P; k):
+	  def close: if .a >= 0
+	    then .l += (.a | tostring | length) + (.c | tostring | length) + 3 | .runs += 1 | .a = -1
+	    else . end;
+	  reduce range(0; n) as $r ({l: 0, c: 0, a: -1, runs: 0, cnt: 0};
+	      if ($r % S) % P == k
+	      then (if .a < 0 then .a = $r | .c = 1 else .c += 1 end) | .cnt += 1
+	      else close end)
+	  | close
+	  | if .cnt == n then 5 elif .runs == 0 then 2
+	    else [2 + .l + .runs - 1, bitmap(n)] | min end;
 	([.tensors[] | select(.role == "state") | tojson | length + 1] | add // 0) as $s
 	| .shards as $S
 	| if $P == 1 then 0 else
 	  ($P - 1) * (68 + $m - $s) + 3 * $P
 	  + ([.tensors[] | select(.role == "param") | .rows as $n
-	      | if $n > 1 then D($n) + 5 * $n - 3 * $P - ([$P, $S, $n] | min)
-	        else -3 * ($P - 1) end] | add // 0)
+	      | ([range(0; $P) as $k | present($n; $S; $P; $k)] | add) - 5 * $P] | add // 0)
 	  end'
 
 # bench NAME ITERS INTERVAL COMM_MODEL DESCRIPTION -- TRAIN_ARGS...
@@ -230,7 +242,7 @@ blocks, about 4 (k+1) min(P, W) min(U, I) (W-1)/W; lda per sweep
 (P-1) (4 T + 8 N) over T tokens and N documents (independent of vocabulary and
 topics). A checkpoint writes every row once whatever P, in sections that are
 byte for byte the single process's; each extra rank file adds 68 bytes and
-its metadata, and the rank files list their interleaved rows one by one:
+its metadata, and each rank file marks its interleaved rows in a bitmap:
 ckpt(P) - ckpt(1) = (P-1)(68 + m - s) + 3P + sum over parameter tensors of
-D(n) + 5n - 3P - min(P, S, n), about (digits + 5) bytes per parameter row.
+about P (13 + n/6) - 5P bytes (exactly: the shorter of bitmap and row list).
 EOF

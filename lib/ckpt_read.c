@@ -241,6 +241,80 @@ static int get_u64(json_t *o, const char *key, uint64_t *v)
 	return 0;
 }
 
+/*
+ * A present bitmap (format 1.1): {"bitmap": base64 of ceil(rows/8) bytes},
+ * bit r % 8 of byte r / 8 for row r, bits past the last row 0. Decodes it
+ * into bits (malloc'd) and counts its runs of present rows; -1 when it is
+ * malformed. The runs it yields are at most rows / 2 + 1, and rows is at
+ * most six times the text's length: bounded by the metadata.
+ */
+static int bitmap_decode(json_t *pres, uint64_t rows, unsigned char **bits, size_t *nruns)
+{
+	json_t *b = json_object_get(pres, "bitmap");
+	const char *txt = json_string_value(b);
+	size_t len = json_string_length(b), nbytes, o = 0;
+	unsigned char *out;
+	int prev = 0;
+
+	*bits = NULL;
+	*nruns = 0;
+	if (!json_is_object(pres) || !txt || json_object_size(pres) != 1)
+		return -1;
+	nbytes = (size_t)((rows + 7) / 8);
+	if (rows > (uint64_t)SIZE_MAX - 7 || len != 4 * ((nbytes + 2) / 3))
+		return -1;
+	out = malloc(nbytes ? nbytes : 1);
+	if (!out)
+		return -1;
+	for (size_t i = 0; i < len; i += 4) {
+		uint32_t v = 0;
+		int pad = 0;
+
+		for (int k = 0; k < 4; k++) {
+			char c = txt[i + k];
+			unsigned d;
+
+			if (c >= 'A' && c <= 'Z')
+				d = (unsigned)(c - 'A');
+			else if (c >= 'a' && c <= 'z')
+				d = (unsigned)(c - 'a') + 26;
+			else if (c >= '0' && c <= '9')
+				d = (unsigned)(c - '0') + 52;
+			else if (c == '+')
+				d = 62;
+			else if (c == '/')
+				d = 63;
+			else if (c == '=' && i + 4 == len && k >= 2)
+				d = 0, pad++;
+			else
+				goto bad;
+			if (pad && c != '=')
+				goto bad;
+			v = v << 6 | d;
+		}
+		for (int k = 0; k < 3; k++, v <<= 8)
+			if (o < nbytes)
+				out[o++] = (unsigned char)(v >> 16 & 0xff);
+			else if (v >> 16 & 0xff)
+				goto bad;	/* nonzero bits in the padding */
+		if (pad != (int)(i + 4 == len ? (3 - nbytes % 3) % 3 : 0))
+			goto bad;
+	}
+	if (rows % 8 && out[nbytes - 1] >> (rows % 8))
+		goto bad;	/* a row past the last one */
+	for (uint64_t r = 0; r < rows; r++) {
+		int on = out[r / 8] >> (r % 8) & 1;
+
+		*nruns += on && !prev;
+		prev = on;
+	}
+	*bits = out;
+	return 0;
+bad:
+	free(out);
+	return -1;
+}
+
 static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o, size_t *range_at,
 			struct scar_error *err)
 {
@@ -314,10 +388,34 @@ static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o, size_t 
 		}
 		return 0;
 	}
-	if (!json_is_array(pres))
-		return rerr(r, err, SCAR_ECORRUPT, "metadata: tensor '%s': bad present value", ti->name);
 	ti->ranges = (const uint64_t (*)[2])&r->ranges[*range_at];
 	ti->rows_present = 0;
+	if (json_is_object(pres)) {
+		unsigned char *bits;
+		size_t nruns;
+
+		if (bitmap_decode(pres, rows, &bits, &nruns))
+			return rerr(r, err, SCAR_ECORRUPT, "metadata: tensor '%s': bad present bitmap",
+				    ti->name);
+		for (uint64_t a = 0; a < rows; a++) {
+			uint64_t e = a;
+
+			if (!(bits[a / 8] >> (a % 8) & 1))
+				continue;
+			while (e < rows && bits[e / 8] >> (e % 8) & 1)
+				e++;
+			r->ranges[*range_at][0] = a;
+			r->ranges[*range_at][1] = e - a;
+			++*range_at;
+			ti->nranges++;
+			ti->rows_present += e - a;
+			a = e;
+		}
+		free(bits);
+		return 0;
+	}
+	if (!json_is_array(pres))
+		return rerr(r, err, SCAR_ECORRUPT, "metadata: tensor '%s': bad present value", ti->name);
 	for (size_t k = 0; k < json_array_size(pres); k++) {
 		json_t *p = json_array_get(pres, k), *a = json_array_get(p, 0), *b = json_array_get(p, 1);
 		uint64_t s, c;
@@ -397,9 +495,23 @@ static int parse_meta(struct scar_ckpt_reader *r, const char *buf, size_t len,
 	r->info.ntensors = json_array_size(tv);
 	/* Counted from JSON that is in memory: these allocations are bounded by the file. */
 	for (size_t i = 0; i < r->info.ntensors; i++) {
-		json_t *p = json_object_get(json_array_get(tv, i), "present");
+		json_t *o = json_array_get(tv, i), *p = json_object_get(o, "present");
+		unsigned char *bits;
+		size_t nruns;
 
-		nr += json_is_array(p) ? json_array_size(p) : 1;
+		if (json_is_object(p)) {
+			/* rows is checked again, with the shape, by parse_tensor */
+			json_t *rows = json_object_get(o, "rows");
+
+			if (!json_is_integer(rows) || json_integer_value(rows) < 0 ||
+			    bitmap_decode(p, (uint64_t)json_integer_value(rows), &bits, &nruns))
+				return rerr(r, err, SCAR_ECORRUPT,
+					    "metadata: tensor %zu: bad present bitmap", i);
+			free(bits);
+			nr += nruns;
+		} else {
+			nr += json_is_array(p) ? json_array_size(p) : 1;
+		}
 	}
 	r->tinfo = calloc(r->info.ntensors ? r->info.ntensors : 1, sizeof(*r->tinfo));
 	r->row_bytes = calloc(r->info.ntensors ? r->info.ntensors : 1, sizeof(*r->row_bytes));

@@ -248,6 +248,70 @@ static int present_ranges(const struct scar_tensor *t, uint64_t (**out)[2], size
 	return 0;
 }
 
+static unsigned digits(uint64_t v)
+{
+	unsigned n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* Bytes of "present" written as a list of [start,count] pairs. */
+static uint64_t list_json_len(uint64_t (*rg)[2], size_t nr)
+{
+	uint64_t len = 2;	/* [] */
+
+	for (size_t k = 0; k < nr; k++)
+		len += (k ? 1 : 0) + 3 + digits(rg[k][0]) + digits(rg[k][1]);
+	return len;
+}
+
+/*
+ * "present" as {"bitmap":"..."}: base64 of ceil(rows/8) bytes, bit r % 8 of
+ * byte r / 8 set for a present row (format 1.1). A rank file of a
+ * distributed run holds every P-th row, which as a list costs digits + 5
+ * bytes a row; the bitmap costs 1/6 byte a row whatever the pattern.
+ */
+static uint64_t bitmap_json_len(uint64_t rows)
+{
+	return 13 + 4 * (((rows + 7) / 8 + 2) / 3);
+}
+
+static json_t *bitmap_json(const struct scar_tensor *t, uint64_t rows)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t nbytes = (size_t)((rows + 7) / 8), o = 0;
+	unsigned char *bits = calloc(nbytes ? nbytes : 1, 1);
+	char *txt = malloc(4 * ((nbytes + 2) / 3) + 1);
+	json_t *j = NULL;
+
+	if (bits && txt) {
+		for (uint64_t r = 0; r < rows; r++)
+			if (t->present[r])
+				bits[r / 8] |= (unsigned char)(1u << (r % 8));
+		for (size_t i = 0; i < nbytes; i += 3) {
+			uint32_t v = (uint32_t)bits[i] << 16;
+
+			if (i + 1 < nbytes)
+				v |= (uint32_t)bits[i + 1] << 8;
+			if (i + 2 < nbytes)
+				v |= bits[i + 2];
+			txt[o++] = b64[v >> 18 & 63];
+			txt[o++] = b64[v >> 12 & 63];
+			txt[o++] = i + 1 < nbytes ? b64[v >> 6 & 63] : '=';
+			txt[o++] = i + 2 < nbytes ? b64[v & 63] : '=';
+		}
+		j = json_pack("{s:s%}", "bitmap", txt, o);
+	}
+	free(bits);
+	free(txt);
+	return j;
+}
+
 static int check_state(const struct scar_state *st, struct scar_error *err)
 {
 	if (st->shards < 1 || st->shards > SCAR_MAX_SHARDS)
@@ -276,11 +340,14 @@ static int check_state(const struct scar_state *st, struct scar_error *err)
 	return 0;
 }
 
-static int build_meta(const struct scar_state *st, char **out, size_t *len,
-		      struct scar_error *err)
+/* The metadata block; *minor is the format's minor version it needs. */
+static int build_meta(const struct scar_state *st, const char *name, char **out, size_t *len,
+		      unsigned *minor, struct scar_error *err)
 {
 	json_t *m = json_object(), *tv = json_array();
 	int partial = 0, rc = 0;
+
+	*minor = 0;
 
 	*out = NULL;
 	if (!m || !tv)
@@ -305,6 +372,10 @@ static int build_meta(const struct scar_state *st, char **out, size_t *len,
 			goto oom;
 		if (all) {
 			pres = json_string("all");
+		} else if (bitmap_json_len(scar_tensor_rows(t)) < list_json_len(rg, nr)) {
+			partial = 1;
+			*minor = 1;
+			pres = bitmap_json(t, scar_tensor_rows(t));
 		} else {
 			partial = 1;
 			pres = json_array();
@@ -344,8 +415,9 @@ static int build_meta(const struct scar_state *st, char **out, size_t *len,
 	if (*len > SCAR_CKPT_META_MAX) {
 		free(*out);
 		*out = NULL;
-		rc = scar_error_set(err, SCAR_ERANGE, "metadata of %zu bytes exceeds the %u-byte limit",
-				    *len, SCAR_CKPT_META_MAX);
+		rc = scar_error_set_at(err, SCAR_ERANGE, name, -1, -1,
+				       "cannot write '%s': its metadata would be %zu bytes, over the "
+				       "%u-byte limit", name, *len, SCAR_CKPT_META_MAX);
 	}
 	goto out;
 oom:
@@ -605,6 +677,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 	uint64_t *counts = NULL, idx_off;
 	char *meta = NULL;
 	size_t meta_len = 0;
+	unsigned minor;
 	uint32_t crc;
 	int rc;
 
@@ -616,7 +689,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		return scar_error_set(err, SCAR_EINVAL, "LZ4 level %d out of range 0..12", o.level);
 	if (!o.block_size)
 		o.block_size = (size_t)4 << 20;
-	if ((rc = check_state(st, err)) || (rc = build_meta(st, &meta, &meta_len, err)))
+	if ((rc = check_state(st, err)) || (rc = build_meta(st, w.name, &meta, &meta_len, &minor, err)))
 		return rc;
 	{
 		struct stat sb;
@@ -640,7 +713,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 
 	memcpy(h, SCAR_CKPT_MAGIC, 8);
 	ckpt_put16(h + 8, CKPT_MAJOR);
-	ckpt_put16(h + 10, CKPT_MINOR);
+	ckpt_put16(h + 10, (uint16_t)minor);
 	ckpt_put32(h + 12, scar_crc32c(0, h, 12));
 	if ((rc = wr_bytes(&w, h, CKPT_HEADER_LEN)))
 		goto out;

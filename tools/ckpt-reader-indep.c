@@ -224,6 +224,31 @@ int main(int argc, char **argv)
 			bad("out of memory");
 		if (json_is_string(pr) && strcmp(json_string_value(pr), "all") == 0) {
 			memset(t->present, 1, t->rows);
+		} else if (json_is_object(pr)) {
+			/* format 1.1: base64 bitmap, bit r%8 of byte r/8 */
+			static const char al[] =
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+			const char *b = json_string_value(json_object_get(pr, "bitmap"));
+			uint64_t nb = (t->rows + 7) / 8, bit = 0;
+
+			if (!b || strlen(b) != 4 * ((nb + 2) / 3))
+				bad("present bitmap");
+			for (size_t q = 0; b[q]; q++) {
+				const char *c = b[q] == '=' ? NULL : strchr(al, b[q]);
+
+				if (!c && (b[q] != '=' || strspn(b + q, "=") != strlen(b + q)))
+					bad("present bitmap");
+				for (int k = 5; c && k >= 0; k--, bit++) {
+					/* base64 is big-endian in its 6-bit groups */
+					int on = (int)((c - al) >> k & 1);
+					uint64_t byte = bit / 8, row = byte * 8 + (7 - bit % 8);
+
+					if (on && (byte >= nb || row >= t->rows))
+						bad("present bitmap");
+					if (on)
+						t->present[row] = 1;
+				}
+			}
 		} else {
 			for (size_t k = 0; k < json_array_size(pr); k++) {
 				uint64_t a = (uint64_t)json_integer_value(json_array_get(json_array_get(pr, k), 0));

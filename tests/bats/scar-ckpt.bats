@@ -598,6 +598,17 @@ PY
 		scar-ckpt export --tensor rng "$f.ckpt" | od -An -v -tu8 -w8 | tr -d ' ' > got.txt
 		diff want.txt got.txt
 	done
+	# Scattered rows (a random partial checkpoint) are a bitmap, format 1.1.
+	mkdir r
+	scar-train -m ridge --set n=50 --set d=64 -n 1 --policy random --interval 1 --no-timing -q \
+		--shards 4 --checkpoint-dir r > /dev/null
+	[ "$(od -An -tu2 -j10 -N2 r/ckpt-0000000001.ckpt | tr -d ' ')" = 1 ]
+	"$indep" r/ckpt-0000000001.ckpt | grep '^w ' > want.txt
+	rows w r/ckpt-0000000001.ckpt > got.txt
+	[ "$(wc -l < want.txt)" -eq 16 ] && [ "$(wc -l < got.txt)" -eq 16 ]
+	awk 'NR == FNR { a[FNR] = $0; next }
+		{ n = split(a[FNR], x, " "); if (n != NF) exit 1
+		  for (i = 1; i <= n; i++) if (x[i] != $i && x[i] + 0 != $i + 0) exit 1 }' want.txt got.txt
 	# Damage is named in words, not by LZ4's error names.
 	run -1 --separate-stderr "$indep" "$FIXTURES/ckpt/bitflip-payload.ckpt"
 	[[ $stderr == "ckpt-reader-indep: offset "*": LZ4 block checksum mismatch" ]]

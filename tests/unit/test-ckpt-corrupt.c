@@ -2,7 +2,7 @@
  * test-ckpt-corrupt.c - damaged checkpoints are rejected with the right class
  * of error and never crash: truncation at every byte, every single bit
  * flipped, wrong magic, a future version, absurd declared sizes, an empty
- * file, trailing garbage, unknown flags.
+ * file, trailing garbage, unknown flags, malformed present bitmaps.
  *
  * With --write-fixtures DIR it writes the golden files of tests/fixtures/ckpt
  * instead (see the README there).
@@ -294,33 +294,52 @@ static void test_crafted(const unsigned char *orig, size_t n)
 	free(b);
 }
 
-/* Metadata that declares a tensor far larger than the file, resealed. */
-static void test_huge_shape(const unsigned char *orig, size_t n)
+/*
+ * The checkpoint orig with the first "from" in its metadata replaced by
+ * "to", the metadata's length and CRC resealed; NULL when from is absent.
+ */
+static unsigned char *splice_meta(const unsigned char *orig, size_t n, const char *from,
+				  const char *to, size_t *nn)
 {
-	const char *from = "\"shape\":[7,3],\"rows\":7";
-	const char *to = "\"shape\":[34359738368,1024],\"rows\":34359738368";
 	uint32_t mlen = ckpt_get32(orig + 16);
 	char *meta = malloc(mlen + 1), *hit;
-	unsigned char *b = malloc(n + 64);
-	size_t nl, nn;
-	struct scar_error e;
-	int rc;
+	unsigned char *b;
+	size_t nl;
 
 	memcpy(meta, orig + 24, mlen);
 	meta[mlen] = 0;
 	hit = strstr(meta, from);
 	CHECK(hit != NULL);
-	if (!hit)
-		return;
+	if (!hit) {
+		free(meta);
+		return NULL;
+	}
 	nl = mlen - strlen(from) + strlen(to);
+	b = malloc(n + strlen(to) + 1);
 	memcpy(b, orig, 16);
 	ckpt_put32(b + 16, (uint32_t)nl);
 	memcpy(b + 24, meta, (size_t)(hit - meta));
 	memcpy(b + 24 + (hit - meta), to, strlen(to));
-	strcpy((char *)b + 24 + (hit - meta) + strlen(to), hit + strlen(from));
+	memcpy(b + 24 + (hit - meta) + strlen(to), hit + strlen(from),
+	       mlen - (size_t)(hit - meta) - strlen(from));
 	ckpt_put32(b + 20, scar_crc32c(0, b + 24, nl));
-	nn = 24 + nl + (n - 24 - mlen);
+	*nn = 24 + nl + (n - 24 - mlen);
 	memcpy(b + 24 + nl, orig + 24 + mlen, n - 24 - mlen);
+	free(meta);
+	return b;
+}
+
+/* Metadata that declares a tensor far larger than the file, resealed. */
+static void test_huge_shape(const unsigned char *orig, size_t n)
+{
+	size_t nn;
+	unsigned char *b = splice_meta(orig, n, "\"shape\":[7,3],\"rows\":7",
+				       "\"shape\":[34359738368,1024],\"rows\":34359738368", &nn);
+	struct scar_error e;
+	int rc;
+
+	if (!b)
+		return;
 	put(path, b, nn);
 	CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
 	CHECK(load_file(&e) == SCAR_ECORRUPT);
@@ -328,8 +347,67 @@ static void test_huge_shape(const unsigned char *orig, size_t n)
 	/* Through a pipe the size cannot be checked up front; it must still fail cleanly. */
 	rc = load_pipe(b, nn, &e);
 	CHECK(rc == SCAR_ECORRUPT || rc == SCAR_ENOMEM);
-	free(meta);
 	free(b);
+}
+
+/*
+ * Tensor b (9 rows, rows 2, 3 and 7 absent) is written with a present
+ * bitmap, format 1.1: bytes 0x73 0x01, "cwE=". Every way a bitmap can be
+ * malformed is corrupt, from a file and from a pipe; a valid one loads.
+ */
+static void test_bitmaps(const unsigned char *orig, size_t n)
+{
+	static const struct {
+		const char *present;
+		int rc;
+	} cases[] = {
+		{ "{\"bitmap\":\"cwE=\"}", 0 },		/* as written */
+		{ "{\"bitmap\":\"cwM=\"}", SCAR_ECORRUPT },	/* row 9 of 9 rows */
+		{ "{\"bitmap\":\"cwF=\"}", SCAR_ECORRUPT },	/* a padding bit set */
+		{ "{\"bitmap\":\"cwE\"}", SCAR_ECORRUPT },	/* short */
+		{ "{\"bitmap\":\"cwE=AAAA\"}", SCAR_ECORRUPT },	/* long */
+		{ "{\"bitmap\":\"cw!=\"}", SCAR_ECORRUPT },	/* not base64 */
+		{ "{\"bitmap\":\"c=E=\"}", SCAR_ECORRUPT },	/* padding inside */
+		{ "{\"bitmap\":\"cwEA\"}", SCAR_ECORRUPT },	/* padding missing */
+		{ "{\"bitmap\":7}", SCAR_ECORRUPT },
+		{ "{\"bitmap\":\"cwE=\",\"x\":1}", SCAR_ECORRUPT },
+		{ "{}", SCAR_ECORRUPT },
+	};
+	struct scar_error e;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t nn;
+		unsigned char *b = splice_meta(orig, n, "{\"bitmap\":\"cwE=\"}", cases[i].present,
+					       &nn);
+		struct scar_state *st = NULL;
+		int rc;
+
+		if (!b)
+			return;
+		put(path, b, nn);
+		rc = scar_ckpt_verify(path, &e);
+		if (rc != cases[i].rc)
+			fprintf(stderr, "bitmap %s: verify gives %d\n", cases[i].present, rc);
+		CHECK(rc == cases[i].rc);
+		CHECK(load_file(&e) == cases[i].rc);
+		CHECK(load_pipe(b, nn, &e) == cases[i].rc);
+		if (cases[i].rc) {
+			CHECK(strstr(e.msg, "present bitmap") != NULL);
+		} else {
+			CHECK_RC(scar_ckpt_load(path, &st, &e));
+			if (st) {
+				const struct scar_tensor *t = scar_state_find(st, "b");
+				uint64_t got = 0;
+
+				CHECK(t && t->present);
+				for (uint64_t r = 0; t && t->present && r < 9; r++)
+					got |= (uint64_t)(t->present[r] != 0) << r;
+				CHECK(got == 0x173);	/* rows 0, 1, 4, 5, 6, 8 */
+				scar_state_free(st);
+			}
+		}
+		free(b);
+	}
 }
 
 /* Many random multi-byte smudges: never a crash, always an error. */
@@ -500,6 +578,7 @@ int main(int argc, char **argv)
 			test_crafted(img, n);
 			if (comp) {
 				test_huge_shape(img, n);
+				test_bitmaps(img, n);
 				test_lz4_undecodable(img, n);
 			}
 			test_smudges(img, n);
