@@ -148,6 +148,13 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 	done
 	# Sizes match the manifest.
 	[ "$(jq '.files[0].size' ck/ckpt-0000000000.manifest)" = "$(stat -c %s ck/ckpt-0000000000.rank-0.ckpt)" ]
+	# A rank's rows interleave with the other's: a present bitmap (format
+	# 1.1, minor version 1 at offset 10), not one [r,1] per row.
+	for f in ck/ckpt-0000000000.rank-*.ckpt; do
+		[ "$(od -An -tu2 -j10 -N2 "$f" | tr -d ' ')" = 1 ]
+		scar-ckpt info --json "$f" | jq -e '[.tensors[] | select(.name == "w") | .rows_present] == [25]'
+	done
+	dd if=ck/ckpt-0000000000.rank-1.ckpt bs=1 skip=24 count=2000 2>/dev/null | grep -a -q '"present":{"bitmap":"'
 }
 
 @test "mpi: a missing checkpoint directory is created once, by rank 0" {
