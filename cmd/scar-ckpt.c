@@ -604,7 +604,7 @@ static void info_text(const char *path, const struct scar_ckpt_info *in,
 			w = l;
 	}
 	printf("file:       %s\n", path);
-	printf("version:    %d\n", in->version);
+	printf("version:    %d.%d\n", in->version, in->minor);
 	printf("model:      %s\n", in->model[0] ? in->model : "-");
 	printf("iteration:  %llu\n", (unsigned long long)in->iteration);
 	printf("kind:       %s\n", kind_name(in->partial));
@@ -693,6 +693,7 @@ static void info_json(const char *path, const struct scar_ckpt_info *in,
 	}
 	json_put(o, "file", json_string(path));
 	json_put(o, "version", json_integer(in->version));
+	json_put(o, "minor_version", json_integer(in->minor));
 	json_put(o, "model", json_string(in->model));
 	json_put(o, "iteration", json_integer((json_int_t)in->iteration));
 	json_put(o, "kind", json_string(kind_name(in->partial)));

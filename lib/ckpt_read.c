@@ -565,6 +565,7 @@ static int read_head(struct scar_ckpt_reader *r, struct scar_error *err)
 		return rerr_at(r, err, ckpt_get16(h + 8) > CKPT_MAJOR ? SCAR_EVERSION : SCAR_EFORMAT, 8,
 			       "format version %u.%u is not supported (this reader knows 1.x)",
 			       ckpt_get16(h + 8), ckpt_get16(h + 10));
+	r->info.minor = ckpt_get16(h + 10);
 	if ((rc = in_read(r, &c, h, CKPT_META_HDR_LEN, "metadata block", err)))
 		return rc;
 	meta_len = ckpt_get32(h);

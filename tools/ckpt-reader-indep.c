@@ -231,7 +231,8 @@ int main(int argc, char **argv)
 			const char *b = json_string_value(json_object_get(pr, "bitmap"));
 			uint64_t nb = (t->rows + 7) / 8, bit = 0;
 
-			if (!b || strlen(b) != 4 * ((nb + 2) / 3))
+			if (!b || strlen(b) != 4 * ((nb + 2) / 3) ||
+			    strspn(b + strcspn(b, "="), "=") != (3 - nb % 3) % 3)
 				bad("present bitmap");
 			for (size_t q = 0; b[q]; q++) {
 				const char *c = b[q] == '=' ? NULL : strchr(al, b[q]);

@@ -104,7 +104,8 @@ struct scar_ckpt_section_info {
 };
 
 struct scar_ckpt_info {
-	int version;
+	int version;			/* the major format version, 1 */
+	int minor;			/* the file's minor version: 1 if it has a present bitmap */
 	char model[SCAR_NAME_MAX];
 	uint64_t iteration;
 	uint32_t shards;

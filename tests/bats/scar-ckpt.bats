@@ -603,6 +603,9 @@ PY
 	scar-train -m ridge --set n=50 --set d=64 -n 1 --policy random --interval 1 --no-timing -q \
 		--shards 4 --checkpoint-dir r > /dev/null
 	[ "$(od -An -tu2 -j10 -N2 r/ckpt-0000000001.ckpt | tr -d ' ')" = 1 ]
+	scar-ckpt info r/ckpt-0000000001.ckpt | grep -qx 'version: *1\.1'
+	scar-ckpt info r/ckpt-0000000000.ckpt | grep -qx 'version: *1\.0'
+	[ "$(scar-ckpt info --json r/ckpt-0000000001.ckpt | jq -c '[.version, .minor_version]')" = '[1,1]' ]
 	"$indep" r/ckpt-0000000001.ckpt | grep '^w ' > want.txt
 	rows w r/ckpt-0000000001.ckpt > got.txt
 	[ "$(wc -l < want.txt)" -eq 16 ] && [ "$(wc -l < got.txt)" -eq 16 ]
