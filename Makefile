@@ -123,7 +123,7 @@ bats-check: all tests/fault-shim.so
 # run under valgrind), crash.bats' SIGKILL test (it skips itself: the kill
 # moments would fall in valgrind's start-up, and a killed valgrind checks
 # nothing) and the installed copies install.bats runs by their installed
-# path. About 30 minutes on two cores.
+# path. About 33 minutes on two cores.
 VALGRIND_OUT ?= $(CURDIR)/valgrind.out
 VALGRIND ?= valgrind --error-exitcode=99 --leak-check=full \
 	--errors-for-leak-kinds=definite,indirect,possible --show-leak-kinds=definite,indirect,possible \
