@@ -244,24 +244,22 @@ static int get_u64(json_t *o, const char *key, uint64_t *v)
 /*
  * A present bitmap (format 1.1): {"bitmap": base64 of ceil(rows/8) bytes},
  * bit r % 8 of byte r / 8 for row r, bits past the last row 0. Decodes it
- * into bits (malloc'd) and counts its runs of present rows; -1 when it is
- * malformed. The runs it yields are at most rows / 2 + 1, and rows is at
- * most six times the text's length: bounded by the metadata.
+ * into *bits (malloc'd); -1 when it is malformed. rows is at most six times
+ * the text's length, so what it yields is bounded by the metadata.
  */
-static int bitmap_decode(json_t *pres, uint64_t rows, unsigned char **bits, size_t *nruns)
+static int bitmap_decode(json_t *pres, uint64_t rows, unsigned char **bits)
 {
 	json_t *b = json_object_get(pres, "bitmap");
 	const char *txt = json_string_value(b);
 	size_t len = json_string_length(b), nbytes, o = 0;
 	unsigned char *out;
-	int prev = 0;
 
 	*bits = NULL;
-	*nruns = 0;
-	if (!json_is_object(pres) || !txt || json_object_size(pres) != 1)
+	if (!json_is_object(pres) || !txt || json_object_size(pres) != 1 ||
+	    rows > (uint64_t)SIZE_MAX - 7)
 		return -1;
 	nbytes = (size_t)((rows + 7) / 8);
-	if (rows > (uint64_t)SIZE_MAX - 7 || len != 4 * ((nbytes + 2) / 3))
+	if (len != 4 * ((nbytes + 2) / 3))
 		return -1;
 	out = malloc(nbytes ? nbytes : 1);
 	if (!out)
@@ -302,12 +300,6 @@ static int bitmap_decode(json_t *pres, uint64_t rows, unsigned char **bits, size
 	}
 	if (rows % 8 && out[nbytes - 1] >> (rows % 8))
 		goto bad;	/* a row past the last one */
-	for (uint64_t r = 0; r < rows; r++) {
-		int on = out[r / 8] >> (r % 8) & 1;
-
-		*nruns += on && !prev;
-		prev = on;
-	}
 	*bits = out;
 	return 0;
 bad:
@@ -315,8 +307,31 @@ bad:
 	return -1;
 }
 
-static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o, size_t *range_at,
-			struct scar_error *err)
+/* The runs of present rows of a decoded bitmap, stored in out unless it is NULL. */
+static size_t bitmap_runs(const unsigned char *bits, uint64_t rows, uint64_t (*out)[2])
+{
+	size_t n = 0;
+
+	for (uint64_t a = 0; a < rows; a++) {
+		uint64_t e = a;
+
+		if (!(bits[a / 8] >> (a % 8) & 1))
+			continue;
+		while (e < rows && bits[e / 8] >> (e % 8) & 1)
+			e++;
+		if (out) {
+			out[n][0] = a;
+			out[n][1] = e - a;
+		}
+		n++;
+		a = e;
+	}
+	return n;
+}
+
+/* Tensor i of the table; bits is its present bitmap, decoded by parse_table, or NULL. */
+static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o,
+			const unsigned char *bits, size_t *range_at, struct scar_error *err)
 {
 	struct scar_ckpt_tensor_info *ti = &r->tinfo[i];
 	json_t *name = json_object_get(o, "name"), *shape = json_object_get(o, "shape");
@@ -391,27 +406,13 @@ static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o, size_t 
 	ti->ranges = (const uint64_t (*)[2])&r->ranges[*range_at];
 	ti->rows_present = 0;
 	if (json_is_object(pres)) {
-		unsigned char *bits;
-		size_t nruns;
-
-		if (bitmap_decode(pres, rows, &bits, &nruns))
+		if (!bits)
 			return rerr(r, err, SCAR_ECORRUPT, "metadata: tensor '%s': bad present bitmap",
 				    ti->name);
-		for (uint64_t a = 0; a < rows; a++) {
-			uint64_t e = a;
-
-			if (!(bits[a / 8] >> (a % 8) & 1))
-				continue;
-			while (e < rows && bits[e / 8] >> (e % 8) & 1)
-				e++;
-			r->ranges[*range_at][0] = a;
-			r->ranges[*range_at][1] = e - a;
-			++*range_at;
-			ti->nranges++;
-			ti->rows_present += e - a;
-			a = e;
-		}
-		free(bits);
+		ti->nranges = bitmap_runs(bits, rows, &r->ranges[*range_at]);
+		for (size_t k = 0; k < ti->nranges; k++)
+			ti->rows_present += r->ranges[*range_at + k][1];
+		*range_at += ti->nranges;
 		return 0;
 	}
 	if (!json_is_array(pres))
@@ -442,6 +443,66 @@ toobig:
 	return rerr(r, err, SCAR_ECORRUPT, "metadata: tensor '%s' is absurdly large", ti->name);
 }
 
+/*
+ * The tensor table. Present ranges are counted first, from JSON that is in
+ * memory, so that one allocation (bounded by the file) holds them all; the
+ * bitmaps decoded for the count are kept for parse_tensor.
+ */
+static int parse_table(struct scar_ckpt_reader *r, json_t *tv, struct scar_error *err)
+{
+	size_t n = json_array_size(tv), nr = 0, at = 0;
+	unsigned char **bitmaps = calloc(n ? n : 1, sizeof(*bitmaps));
+	int rc = 0, any_partial = 0;
+
+	if (!bitmaps)
+		return rerr(r, err, SCAR_ENOMEM, "out of memory for the tensor table");
+	r->info.ntensors = n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(tv, i), *p = json_object_get(o, "present");
+
+		if (json_is_object(p)) {
+			/* rows is checked again, with the shape, by parse_tensor */
+			json_t *rows = json_object_get(o, "rows");
+
+			if (!json_is_integer(rows) || json_integer_value(rows) < 0 ||
+			    bitmap_decode(p, (uint64_t)json_integer_value(rows), &bitmaps[i])) {
+				rc = rerr(r, err, SCAR_ECORRUPT, "metadata: tensor %zu: bad present bitmap",
+					  i);
+				goto out;
+			}
+			nr += bitmap_runs(bitmaps[i], (uint64_t)json_integer_value(rows), NULL);
+		} else {
+			nr += json_is_array(p) ? json_array_size(p) : 1;
+		}
+	}
+	r->tinfo = calloc(n ? n : 1, sizeof(*r->tinfo));
+	r->row_bytes = calloc(n ? n : 1, sizeof(*r->row_bytes));
+	r->ranges = malloc((nr ? nr : 1) * sizeof(*r->ranges));
+	r->counts = malloc((size_t)r->info.shards * sizeof(*r->counts));
+	if (!r->tinfo || !r->row_bytes || !r->ranges || !r->counts) {
+		rc = rerr(r, err, SCAR_ENOMEM, "out of memory for the tensor table");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = parse_tensor(r, i, json_array_get(tv, i), bitmaps[i], &at, err)))
+			goto out;
+		if (r->tinfo[i].rows_present < r->tinfo[i].rows)
+			any_partial = 1;
+	}
+	if (any_partial != r->info.partial) {
+		rc = rerr(r, err, SCAR_ECORRUPT, "metadata: kind \"%s\" disagrees with the rows present",
+			  r->info.partial ? "partial" : "full");
+		goto out;
+	}
+	r->info.tensors = r->tinfo;
+	r->counts_for = SIZE_MAX;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(bitmaps[i]);
+	free(bitmaps);
+	return rc;
+}
+
 static int parse_meta(struct scar_ckpt_reader *r, const char *buf, size_t len,
 		      struct scar_error *err)
 {
@@ -449,8 +510,6 @@ static int parse_meta(struct scar_ckpt_reader *r, const char *buf, size_t len,
 	json_t *m, *tv, *x;
 	const char *s;
 	uint64_t v;
-	size_t nr = 0, at = 0;
-	int rc, any_partial = 0;
 
 	m = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!m)
@@ -492,45 +551,7 @@ static int parse_meta(struct scar_ckpt_reader *r, const char *buf, size_t len,
 	tv = json_object_get(m, "tensors");
 	if (!json_is_array(tv))
 		return rerr(r, err, SCAR_ECORRUPT, "metadata: no tensor table");
-	r->info.ntensors = json_array_size(tv);
-	/* Counted from JSON that is in memory: these allocations are bounded by the file. */
-	for (size_t i = 0; i < r->info.ntensors; i++) {
-		json_t *o = json_array_get(tv, i), *p = json_object_get(o, "present");
-		unsigned char *bits;
-		size_t nruns;
-
-		if (json_is_object(p)) {
-			/* rows is checked again, with the shape, by parse_tensor */
-			json_t *rows = json_object_get(o, "rows");
-
-			if (!json_is_integer(rows) || json_integer_value(rows) < 0 ||
-			    bitmap_decode(p, (uint64_t)json_integer_value(rows), &bits, &nruns))
-				return rerr(r, err, SCAR_ECORRUPT,
-					    "metadata: tensor %zu: bad present bitmap", i);
-			free(bits);
-			nr += nruns;
-		} else {
-			nr += json_is_array(p) ? json_array_size(p) : 1;
-		}
-	}
-	r->tinfo = calloc(r->info.ntensors ? r->info.ntensors : 1, sizeof(*r->tinfo));
-	r->row_bytes = calloc(r->info.ntensors ? r->info.ntensors : 1, sizeof(*r->row_bytes));
-	r->ranges = malloc((nr ? nr : 1) * sizeof(*r->ranges));
-	r->counts = malloc((size_t)r->info.shards * sizeof(*r->counts));
-	if (!r->tinfo || !r->row_bytes || !r->ranges || !r->counts)
-		return rerr(r, err, SCAR_ENOMEM, "out of memory for the tensor table");
-	for (size_t i = 0; i < r->info.ntensors; i++) {
-		if ((rc = parse_tensor(r, i, json_array_get(tv, i), &at, err)))
-			return rc;
-		if (r->tinfo[i].rows_present < r->tinfo[i].rows)
-			any_partial = 1;
-	}
-	if (any_partial != r->info.partial)
-		return rerr(r, err, SCAR_ECORRUPT, "metadata: kind \"%s\" disagrees with the rows present",
-			    r->info.partial ? "partial" : "full");
-	r->info.tensors = r->tinfo;
-	r->counts_for = SIZE_MAX;
-	return 0;
+	return parse_table(r, tv, err);
 }
 
 static int read_head(struct scar_ckpt_reader *r, struct scar_error *err)

@@ -348,7 +348,6 @@ static int build_meta(const struct scar_state *st, const char *name, char **out,
 	int partial = 0, rc = 0;
 
 	*minor = 0;
-
 	*out = NULL;
 	if (!m || !tv)
 		goto oom;

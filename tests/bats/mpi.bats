@@ -75,6 +75,18 @@ plain() { jq -c 'del(.ranks, .comm_bytes, .files)' "$1"; }
 
 field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; }
 
+# bit_identical_on "P..." TRAIN_ARGS...: one process (one.jsonl) and mpirun
+# -np P (pP.jsonl) for each P give the same event stream, to the bit.
+bit_identical_on() {
+	local ps=$1 p
+	shift
+	scar-train "$@" | jq -c . > one.jsonl
+	for p in $ps; do
+		mpi "$p" "$@" > "p$p.jsonl"
+		plain "p$p.jsonl" | cmp - one.jsonl
+	done
+}
+
 RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 
 @test "mpi: P = 1, 2, 4 give the single-process run within 1e-6 relative" {
@@ -232,11 +244,7 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 @test "mpi: mlr on 2 and 4 ranks is bit-identical to one process" {
 	opts="--model mlr --shards 5 --no-timing -q --iters 8 --set d=37 --set classes=7 --set batch=100
 	      --set n=1234 --set init_scale=0.1 --policy priority --fraction 0.3 --fail-at 5 --lose-count 2 --cost"
-	scar-train $opts | jq -c . > one.jsonl
-	for p in 2 4; do
-		mpi $p $opts > p$p.jsonl
-		plain p$p.jsonl | cmp - one.jsonl
-	done
+	bit_identical_on "2 4" $opts
 	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
 	grep -q '"final_heldout"' p4.jsonl
 }
@@ -265,11 +273,7 @@ MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sy
 
 @test "mpi: mf (ALS) on 1, 2 and 4 ranks is bit-identical to one process" {
 	opts="$MF --iters 12 --policy priority --fraction 0.3 --fail-at 5 --lose-count 2 --cost"
-	scar-train $opts | jq -c . > one.jsonl
-	for p in 1 2 4; do
-		mpi $p $opts > p$p.jsonl
-		plain p$p.jsonl | cmp - one.jsonl
-	done
+	bit_identical_on "1 2 4" $opts
 	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
 	[ "$(field failure ranks < p4.jsonl)" != "" ]
 	grep -q '"final_heldout"' p4.jsonl
@@ -280,9 +284,7 @@ MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sy
 	ml="${SCAR_DATA:-$HOME/.cache/scar}/movielens"
 	[ -d "$ml" ] || skip "MovieLens not in the data cache (make data)"
 	opts="--model mf --data $ml --shards 4 --no-timing -q --iters 3 --policy round-robin --fail-at 2"
-	scar-train $opts | jq -c . > one.jsonl
-	mpi 2 $opts > two.jsonl
-	plain two.jsonl | cmp - one.jsonl
+	bit_identical_on 2 $opts
 }
 
 @test "mpi: mf checkpoints, full recovery and a resume on another P stay bit-identical" {
@@ -319,11 +321,7 @@ MFS="--model mf --set solver=sgd --set users=200 --set items=150 --shards 5 --no
 
 @test "mpi: mf SGD (DSGD, workers=4) on 1, 2, 3, 4 ranks is bit-identical to one process" {
 	opts="$MFS --set workers=4 --iters 8 --policy priority --fraction 0.3 --fail-at 4 --lose-count 2 --cost"
-	scar-train $opts | jq -c . > one.jsonl
-	for p in 1 2 3 4; do
-		mpi $p $opts > p$p.jsonl
-		plain p$p.jsonl | cmp - one.jsonl
-	done
+	bit_identical_on "1 2 3 4" $opts
 	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
 	grep -q '"type":"recovery"' p4.jsonl
 	grep -q '"ranks":4' p4.jsonl
@@ -335,11 +333,7 @@ MFS="--model mf --set solver=sgd --set users=200 --set items=150 --shards 5 --no
 		opts="--model mf --set solver=sgd --set users=150 --set items=200 --set workers=$w
 		      --set lambda_scale=none --shards 4 --no-timing -q --no-sync --iters 5
 		      --policy round-robin --fraction 0.5 --fail-at 3 --lose-shards 2"
-		scar-train $opts | jq -c . > one.jsonl
-		for p in 2 4; do
-			mpi $p $opts > p$p.jsonl
-			plain p$p.jsonl | cmp - one.jsonl
-		done
+		bit_identical_on "2 4" $opts
 	done
 }
 
@@ -347,9 +341,7 @@ MFS="--model mf --set solver=sgd --set users=200 --set items=150 --shards 5 --no
 	ml="${SCAR_DATA:-$HOME/.cache/scar}/movielens"
 	[ -d "$ml" ] || skip "MovieLens not in the data cache (make data)"
 	opts="--model mf --data $ml --set solver=sgd --set workers=4 --shards 4 --no-timing -q --iters 2"
-	scar-train $opts | jq -c . > one.jsonl
-	mpi 2 $opts > two.jsonl
-	plain two.jsonl | cmp - one.jsonl
+	bit_identical_on 2 $opts
 }
 
 @test "mpi: mf SGD full recovery and a resume on another P stay bit-identical" {
@@ -383,11 +375,7 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 @test "mpi: lda (AD-LDA, workers=4 and the sequential workers=1) is bit-identical on 2, 3, 4 ranks" {
 	for w in 1 4; do
 		opts="$LDA --set workers=$w --iters 6 --policy priority --fraction 0.3 --fail-at 3 --lose-count 2 --cost"
-		scar-train $opts | jq -c . > one.jsonl
-		for p in 2 3 4; do
-			mpi $p $opts > p$p.jsonl
-			plain p$p.jsonl | cmp - one.jsonl
-		done
+		bit_identical_on "2 3 4" $opts
 	done
 	# Integer count tensors have step norms (not 0).
 	grep -q '"step_norm":[1-9]' p4.jsonl
