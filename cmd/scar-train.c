@@ -44,7 +44,7 @@ static const char usage_text[] =
 "      --fail-at LIST      fail after these iterations (comma-separated)\n"
 "      --fail-prob P       fail after each iteration with probability P\n"
 "      --lose-shards LIST  a failure loses these shards\n"
-"      --lose-count N      a failure loses N shards chosen by seed (default 1)\n"
+"      --lose-count N      a failure loses N shards chosen by seed (default 1; 0: a null failure)\n"
 "      --lose-fraction F   a failure loses a fraction F of the shards\n"
 "      --fail-seed N       seed of failure times, lost shards, random rows (default 1)\n"
 "      --recovery R        partial, full or none (default partial)\n"
@@ -256,7 +256,7 @@ int main(int argc, char **argv)
 			o.lose_mode = SCAR_LOSE_LIST;
 			break;
 		case OPT_LOSECOUNT:
-			o.lose_count = (uint32_t)cli_parse_u64("--lose-count", optarg, 1, SCAR_TRAIN_MAX_LOSE);
+			o.lose_count = (uint32_t)cli_parse_u64("--lose-count", optarg, 0, SCAR_TRAIN_MAX_LOSE);
 			o.lose_mode = SCAR_LOSE_COUNT;
 			break;
 		case OPT_LOSEFRAC:

@@ -276,23 +276,38 @@ int scar_bound_fit_events(const struct scar_events *ev, const char *name,
 	return rc;
 }
 
-double scar_bound_reach(const double *iter, const double *obj, size_t n, double target,
-			int higher_better, size_t window, double after)
+/*
+ * The first clock of (iter[i], obj[i]) at or after `from` (strictly after
+ * when !inclusive) at which the trailing mean of `window` values reaches
+ * target, with obj at clock `from` read as from_obj unless that is NaN; -1
+ * when it never does.
+ */
+static double reach_from(const double *iter, const double *obj, size_t n, double target,
+			 int higher_better, size_t window, double from, int inclusive,
+			 double from_obj)
 {
 	if (window < 1)
 		window = 1;
 	for (size_t i = 0; i < n; i++) {
 		/* summed afresh each time: a running sum's rounding could decide "reached" */
-		size_t from = i + 1 >= window ? i + 1 - window : 0;
+		size_t lo = i + 1 >= window ? i + 1 - window : 0;
 		double sum = 0, m;
 
-		for (size_t j = from; j <= i; j++)
-			sum += obj[j];
-		m = sum / (double)(i + 1 - from);
-		if (iter[i] > after && (higher_better ? m >= target : m <= target))
+		if (iter[i] < from || (iter[i] == from && !inclusive))
+			continue;
+		for (size_t j = lo; j <= i; j++)
+			sum += iter[j] == from && !isnan(from_obj) ? from_obj : obj[j];
+		m = sum / (double)(i + 1 - lo);
+		if (higher_better ? m >= target : m <= target)
 			return iter[i];
 	}
 	return -1;
+}
+
+double scar_bound_reach(const double *iter, const double *obj, size_t n, double target,
+			int higher_better, size_t window, double after)
+{
+	return reach_from(iter, obj, n, target, higher_better, window, after, 0, NAN);
 }
 
 static double final_smoothed(const double *obj, size_t n, size_t window)
@@ -305,11 +320,14 @@ static double final_smoothed(const double *obj, size_t n, size_t window)
 	return sum / (double)w;
 }
 
-int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size_t nref,
-			     const double *pert_iter, const double *pert_obj, size_t npert,
-			     double target, int higher_better, size_t window, double after,
-			     struct scar_bound_cost *out, struct scar_error *err)
+int scar_bound_observed_cost_from(const double *ref_iter, const double *ref_obj, size_t nref,
+				  const double *pert_iter, const double *pert_obj, size_t npert,
+				  double target, int higher_better, size_t window, double ref_from,
+				  double pert_from, double from_obj, struct scar_bound_cost *out,
+				  struct scar_error *err)
 {
+	int inclusive = !isnan(from_obj);
+
 	memset(out, 0, sizeof(*out));
 	if (window < 1)
 		window = 1;
@@ -321,12 +339,14 @@ int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size
 	if (!isfinite(target))
 		return scar_error_set(err, SCAR_ERANGE, "target objective %.17g is not finite", target);
 	out->target = target;
-	out->reference_iter = scar_bound_reach(ref_iter, ref_obj, nref, target, higher_better, window, -1);
+	out->reference_iter = reach_from(ref_iter, ref_obj, nref, target, higher_better, window,
+					 ref_from, inclusive, NAN);
 	if (out->reference_iter < 0)
 		return scar_error_set(err, SCAR_ERANGE,
-				      "the reference never reaches the target objective %.17g", target);
-	out->perturbed_iter = scar_bound_reach(pert_iter, pert_obj, npert, target, higher_better, window,
-					      after);
+				      "the reference never reaches the target objective %.17g%s", target,
+				      ref_from >= 0 ? " after the iteration the perturbed run went on from" : "");
+	out->perturbed_iter = reach_from(pert_iter, pert_obj, npert, target, higher_better, window,
+					 pert_from, inclusive, from_obj);
 	if (out->perturbed_iter < 0) {
 		out->censored = 1;
 		/* it had not reached the target by its last clock, so the cost is at least this */
@@ -334,6 +354,16 @@ int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size
 	}
 	out->cost = out->perturbed_iter - out->reference_iter;
 	return 0;
+}
+
+int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size_t nref,
+			     const double *pert_iter, const double *pert_obj, size_t npert,
+			     double target, int higher_better, size_t window, double after,
+			     struct scar_bound_cost *out, struct scar_error *err)
+{
+	return scar_bound_observed_cost_from(ref_iter, ref_obj, nref, pert_iter, pert_obj, npert,
+					     target, higher_better, window, -1, after, NAN, out,
+					     err);
 }
 
 void scar_bound_check_opts_init(struct scar_bound_check_opts *o)
@@ -420,7 +450,7 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 {
 	struct curve rc_curve, pc_curve;
 	size_t np = 0, failures = 0, recoveries = 0;
-	double last_pert = -1;
+	double last_pert = -1, last_rec = -1, rec_state = NAN, rec_obj = NAN;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -479,6 +509,11 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 		out->pert[np].norm = d;
 		out->pert[np].iter = it;
 		np++;
+		if (it >= last_rec) {
+			last_rec = it;
+			rec_state = num_or_nan(r, "resume_state_iter");
+			rec_obj = num_or_nan(r, "objective");
+		}
 	}
 	for (size_t i = 0; i < o->nextra; i++)
 		out->pert[np++] = o->extra[i];
@@ -500,10 +535,25 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 					      pc_curve.dist_k.v, pc_curve.dist.v, pc_curve.dist.n,
 					      o->target, 0, o->window, last_pert, &out->cost, err);
 	} else {
-		rc = scar_bound_observed_cost(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
-					      pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n,
-					      o->target, out->ref.higher_better, o->window, last_pert,
-					      &out->cost, err);
+		/*
+		 * As scar-train --cost measures it: from the last recovery on, the
+		 * reference from the state iteration the run went on from. Extra
+		 * perturbations (--perturbation) only move where the perturbed run
+		 * is searched from, as before.
+		 */
+		if (last_rec >= 0 && last_rec == last_pert && rec_state >= 0)
+			rc = scar_bound_observed_cost_from(rc_curve.iter.v, rc_curve.obj.v,
+							   rc_curve.iter.n, pc_curve.iter.v,
+							   pc_curve.obj.v, pc_curve.iter.n, o->target,
+							   out->ref.higher_better, o->window,
+							   rec_state, last_pert, rec_obj, &out->cost,
+							   err);
+		else
+			rc = scar_bound_observed_cost(rc_curve.iter.v, rc_curve.obj.v,
+						      rc_curve.iter.n, pc_curve.iter.v,
+						      pc_curve.obj.v, pc_curve.iter.n, o->target,
+						      out->ref.higher_better, o->window, last_pert,
+						      &out->cost, err);
 	}
 	if (rc)
 		goto out;

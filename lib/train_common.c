@@ -114,8 +114,8 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 			return scar_error_set(err, SCAR_EINVAL,
 					      "failure at iteration %llu is outside 1..%llu",
 					      (unsigned long long)o->fail_at[i], (unsigned long long)N);
-	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction > 0 && o->lose_fraction <= 1))
-		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in (0, 1]",
+	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction >= 0 && o->lose_fraction <= 1))
+		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in [0, 1]",
 				      o->lose_fraction);
 	if (o->fail_prob < 0 || o->fail_prob > 1)
 		return scar_error_set(err, SCAR_EINVAL, "failure probability %g is not in [0, 1]",
@@ -145,7 +145,16 @@ int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *co
 			(*ref)[i] = json_number_value(v);
 		return 0;
 	}
-	/* The unperturbed run with the same seed and data order. */
+	/*
+	 * The unperturbed run with the same seed and data order: of the
+	 * checkpoint's model, configuration and shards when resuming, so that
+	 * a resumed checkpoint is measured against the run it came from.
+	 */
+	if (o->resume) {
+		ro.model = o->resume->model;
+		ro.config = o->resume->config;
+		ro.shards = o->resume->shards;
+	}
 	ro.policy = SCAR_POLICY_NONE;
 	ro.ckpt_dir = NULL;
 	ro.nfail_at = 0;
@@ -261,21 +270,39 @@ static int reached(const struct scar_model_def *d, double v, double target)
 }
 
 /*
- * Where between clocks k-1 and k the smoothed objective crossed the target,
- * by linear interpolation, so that costs below one iteration can be told
- * apart; k itself when there is no usable previous value.
+ * Where the smoothed objective crossed the target at clock k, as k - 1 plus
+ * the fraction of the step from k - 1 to k (linear interpolation), so that
+ * costs below one iteration can be told apart. The whole part and the
+ * fraction are kept apart: a cost is the difference of two crossings, and
+ * two crossings of the same values then differ by an exact integer. A
+ * crossing at the point measured from (k == from) has nothing before it to
+ * interpolate with: k itself.
  */
-static double crossing(const double *v, uint64_t k, uint64_t w, double target)
+static void crossing(const double *v, uint64_t k, uint64_t from, uint64_t w, double target,
+		     uint64_t *whole, double *frac)
 {
 	double prev, cur;
 
-	if (k == 0)
-		return 0;
+	*whole = k;
+	*frac = 0;
+	if (k == 0 || k <= from)
+		return;
 	prev = smoothed(v, k - 1, w);
 	cur = smoothed(v, k, w);
 	if (isnan(prev) || prev == cur)
-		return (double)k;
-	return (double)(k - 1) + fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
+		return;
+	*whole = k - 1;
+	*frac = fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
+}
+
+/* The first clock in [from, n) at which v's smoothed objective reaches target; n if none. */
+static uint64_t first_reach(const struct scar_model_def *d, const double *v, uint64_t from,
+			    uint64_t n, uint64_t w, double target)
+{
+	for (uint64_t k = from; k < n; k++)
+		if (!isnan(v[k]) && reached(d, smoothed(v, k, w), target))
+			return k;
+	return n;
 }
 
 int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, size_t nref,
@@ -287,14 +314,14 @@ int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, si
 		return scar_error_set(c->err, SCAR_EINVAL,
 				      "reference has %zu iterations, need %llu", nref ? nref - 1 : 0,
 				      (unsigned long long)N);
-	ci->target = smoothed(ref, N, w);
-	ci->ref_iter = N;
 	for (uint64_t k = 0; k <= N; k++)
-		if (reached(c->def, smoothed(ref, k, w), ci->target)) {
-			ci->ref_iter = k;
-			break;
-		}
-	ci->ref_cross = crossing(ref, ci->ref_iter, w, ci->target);
+		if (!isfinite(ref[k]))
+			return scar_error_set(c->err, SCAR_EINVAL,
+					      "reference objective at iteration %llu is not a number",
+					      (unsigned long long)k);
+	ci->target = smoothed(ref, N, w);
+	ci->ref = ref;
+	ci->nref = N + 1;
 	ci->have = 1;
 	return 0;
 }
@@ -464,7 +491,7 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	uint8_t *lost = malloc(S), *rlost = calloc(c->P, 1);
 	uint64_t rows_lost = 0, pre_iter = st->iteration;
 	json_t *shards = json_array(), *ranks = json_array(), *rec;
-	double d2 = 0;
+	double d2 = 0, obj;
 	int rc = 0;
 
 	if (!lost || !rlost || !shards || !ranks) {
@@ -538,12 +565,23 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			d2 += scar_train_sqdist(x, x->data, pre->tensors[i]->data, 0,
 						scar_tensor_elems(x));
 	}
-	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I}", "type", "recovery",
+	/*
+	 * The cost is measured from here: the run goes on from the recovered
+	 * state, so its objective replaces the one before the failure in the
+	 * cost's series (c->obj), and the reference is searched from the state
+	 * iteration it goes on from (the checkpoint's after a rollback).
+	 */
+	if ((rc = c->ops->objective(c, &obj)))
+		goto out;
+	c->obj[c->clock] = obj;
+	c->cost_clock = c->clock;
+	c->cost_iter = st->iteration;
+	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I, s:f}", "type", "recovery",
 			"iter", (json_int_t)c->clock, "strategy", scar_recovery_name(c->o->recovery),
 			"shards", shards,
 			"rows_restored", (json_int_t)(c->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
 			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
-			"resume_state_iter", (json_int_t)st->iteration);
+			"resume_state_iter", (json_int_t)st->iteration, "objective", obj);
 	rc = scar_train_emit(c, rec);
 out:
 	scar_state_free(pre);
@@ -633,6 +671,9 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	if ((rc = agree(c, scar_train_emit(c, rec))))
 		return rc;
 
+	/* The cost is measured from the start, or from the checkpoint resumed. */
+	c->cost_clock = c->clock;
+	c->cost_iter = c->st->iteration;
 	/* The saved view starts as the current state, saved in full. */
 	if ((rc = agree(c, scar_state_clone(&c->saved, c->st, c->err))))
 		return rc;
@@ -694,7 +735,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			goto out;
 		if (o->progress && c->R == 0)
 			o->progress(c->clock, limit, o->progress_arg);
-		if (o->measure_cost && ci->have && c->clock >= N && c->clock > c->last_fail_clock &&
+		if (o->measure_cost && ci->have && c->clock >= N && c->clock >= c->cost_clock &&
 		    reached(c->def, smoothed(c->obj, c->clock, o->cost_window), ci->target))
 			*done = 1;
 		if (!o->measure_cost && c->clock >= N)
@@ -715,25 +756,37 @@ int scar_train_finish(struct scar_train_ctx *c, const struct scar_train_cost *ci
 	int rc = 0;
 
 	if (o->measure_cost && ci->have) {
-		uint64_t k2 = c->clock;
+		uint64_t w = o->cost_window, k2, kr, wp, wr;
+		double fp, fr;
 		int censored = !done;
 
-		/* First clock after the last failure at which the target is reached. */
-		for (uint64_t k = c->last_fail_clock + 1; done && k <= c->clock; k++)
-			if (k < c->nobj && !isnan(c->obj[k]) &&
-			    reached(c->def, smoothed(c->obj, k, o->cost_window), ci->target)) {
-				k2 = k;
-				break;
-			}
-		res->total_cost = (int64_t)k2 - (int64_t)ci->ref_iter;
+		/*
+		 * Both runs are searched from the last perturbation on: the
+		 * perturbed run from its clock, the reference from the state
+		 * iteration the perturbed run went on from. A perturbation that
+		 * changes nothing therefore costs exactly 0 wherever it falls, and
+		 * a rollback from T to a checkpoint at C exactly T - C.
+		 */
+		kr = first_reach(c->def, ci->ref, c->cost_iter, ci->nref, w, ci->target);
+		if (kr == ci->nref)
+			return agree(c, scar_error_set(c->err, SCAR_EINVAL,
+				"the reference does not reach the target after iteration %llu (it ends at %zu)",
+				(unsigned long long)c->cost_iter, ci->nref - 1));
+		k2 = done ? first_reach(c->def, c->obj, c->cost_clock, c->clock + 1, w, ci->target) :
+			c->clock;
+		res->total_cost = (int64_t)k2 - (int64_t)kr;
 		res->censored = censored;
+		crossing(ci->ref, kr, c->cost_iter, w, ci->target, &wr, &fr);
+		crossing(c->obj, k2, c->cost_clock, w, ci->target, &wp, &fp);
 		res->cost_interp = censored ? (double)res->total_cost :
-			crossing(c->obj, k2, o->cost_window, ci->target) - ci->ref_cross;
-		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I}", "type", "cost",
-				"target", ci->target, "reference_iter", (json_int_t)ci->ref_iter,
+			(double)((int64_t)wp - (int64_t)wr) + (fp - fr);
+		rec = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:b, s:I, s:I, s:I}", "type", "cost",
+				"target", ci->target, "reference_iter", (json_int_t)kr,
 				"perturbed_iter", (json_int_t)k2, "cost", (json_int_t)res->total_cost,
 				"cost_interp", res->cost_interp, "censored", censored,
-				"window", (json_int_t)o->cost_window);
+				"window", (json_int_t)o->cost_window,
+				"from_iter", (json_int_t)c->cost_clock,
+				"from_state_iter", (json_int_t)c->cost_iter);
 		if ((rc = agree(c, scar_train_emit(c, rec))))
 			return rc;
 	}

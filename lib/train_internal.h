@@ -82,8 +82,19 @@ struct scar_train_ctx {
 	int dist;			/* the MPI trainer: events add its fields (scar-mpi(7)) */
 	uint64_t comm_total;		/* dist: all ranks' bytes sent, for the summary */
 	uint64_t clock, last_fail_clock;
+	/*
+	 * Where the cost is measured from (scar-train(1), COST): the clock of the
+	 * last perturbation (a failure, or the resume of a checkpoint) and the
+	 * state iteration the run went on from there, which indexes the reference.
+	 */
+	uint64_t cost_clock, cost_iter;
 	double t0;
-	double *obj;			/* objective by clock, for the cost */
+	/*
+	 * Objective by clock of the state the run goes on from: at a failure's
+	 * clock that of the recovered state (the iteration event keeps the one
+	 * before the failure), for the cost.
+	 */
+	double *obj;
 	size_t nobj, capobj;
 	struct scar_train_result *res;
 	struct scar_error *err;
@@ -91,14 +102,15 @@ struct scar_train_ctx {
 
 /*
  * The iteration cost's target, from the reference objectives: the smoothed
- * objective at --iters, where the reference first reached it and where it
- * crossed it, interpolated.
+ * objective at --iters, and the reference objectives themselves (borrowed
+ * from the caller until scar_train_finish), in which the reference's
+ * crossing is found once the run knows where the last perturbation left it.
  */
 struct scar_train_cost {
 	int have;
 	double target;
-	uint64_t ref_iter;
-	double ref_cross;
+	const double *ref;
+	size_t nref;
 };
 
 /* A trainer's entry, also run again as the reference: objs gets the objective by clock. */
@@ -137,7 +149,7 @@ int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_s
 int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh);
 /* The clock a resumed c->st was saved at (its extra "clock", else its iteration). */
 uint64_t scar_train_resume_clock(const struct scar_state *st);
-/* The cost's target from nref reference objectives (SCAR_EINVAL when fewer than --iters + 1). */
+/* The cost's target from nref reference objectives, which ci borrows (SCAR_EINVAL when fewer than --iters + 1). */
 int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, size_t nref,
 			   struct scar_train_cost *ci);
 /*

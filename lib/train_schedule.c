@@ -55,7 +55,8 @@ int scar_train_pick_shards(const struct scar_train_opts *o, uint32_t S, uint64_t
 	}
 	n = o->lose_mode == SCAR_LOSE_COUNT ? o->lose_count :
 		(uint32_t)llround(o->lose_fraction * S);
-	if (n < 1)
+	/* A small fraction still loses a shard; only 0 asked for is a null failure. */
+	if (n < 1 && (o->lose_mode == SCAR_LOSE_COUNT ? o->lose_count : o->lose_fraction > 0))
 		n = 1;
 	if (n > S)
 		n = S;

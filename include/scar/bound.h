@@ -204,6 +204,23 @@ int scar_bound_observed_cost(const double *ref_iter, const double *ref_obj, size
 			     struct scar_bound_cost *out, struct scar_error *err);
 
 /*
+ * The cost measured from a perturbation, the way scar-train --cost does
+ * (scar-train(1), THE ITERATION COST): the perturbed curve is searched from
+ * clock pert_from on, reading its value there as from_obj (the objective of
+ * the state the run went on from), and the reference from its iteration
+ * ref_from (the state iteration the perturbed run went on from; -1: from
+ * the start). With from_obj NaN (not known) both are searched strictly
+ * after those points. So a perturbation that changes nothing costs exactly
+ * 0, and a rollback from T to a checkpoint at C exactly T - C. Errors as
+ * scar_bound_observed_cost's.
+ */
+int scar_bound_observed_cost_from(const double *ref_iter, const double *ref_obj, size_t nref,
+				  const double *pert_iter, const double *pert_obj, size_t npert,
+				  double target, int higher_better, size_t window, double ref_from,
+				  double pert_from, double from_obj, struct scar_bound_cost *out,
+				  struct scar_error *err);
+
+/*
  * Everything `scar-bound check` reports: c and D from the reference, the
  * perturbations (recovery records of the perturbed stream: delta_norm at
  * iter, then the extra ones given), the bound, the observed cost, and with
