@@ -124,18 +124,22 @@ static double in_double(struct reader *r)
 	return d;
 }
 
+/* A vector length; every element takes a byte or more, so a longer one is damage. */
 static uint64_t in_length(struct reader *r)
 {
 	int32_t n = in_int(r);
+	uint64_t len = (uint64_t)n;
 
 	if (n == -1) {
 		uint64_t hi = in_u32(r), lo = in_u32(r);
 
-		return hi << 32 | lo;
-	}
-	if (n < 0)
+		len = hi << 32 | lo;
+	} else if (n < 0) {
 		die("%s: negative vector length %d", r->what, (int)n);
-	return (uint64_t)n;
+	}
+	if (len > (uint64_t)(r->end - r->p))
+		die("%s: the serialization ends early", r->what);
+	return len;
 }
 
 static struct rnode *read_item(struct reader *r, int depth);
