@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -468,6 +469,25 @@ static void finish_output(FILE *f, char *tmp, const char *path)
 	free(tmp);
 }
 
+/*
+ * One document as a LIBSVM line: label 1 when its group starts with "spam",
+ * else 0; each kept word's count divided by the Euclidean norm of the
+ * document's counts, so every row has length 1 (%.9g keeps the float exact).
+ */
+static void write_libsvm(FILE *f, const struct doc *d)
+{
+	const struct pair *p = g.pairs + d->start;
+	double ss = 0, inv;
+
+	for (size_t j = 0; j < d->n; j++)
+		ss += (double)p[j].count * p[j].count;
+	inv = 1 / sqrt(ss);
+	fputs(strncmp(d->group, "spam", 4) == 0 ? "1" : "0", f);
+	for (size_t j = 0; j < d->n; j++)
+		fprintf(f, " %u:%.9g", g.w[p[j].id].out_id, (double)(float)(p[j].count * inv));
+	fputc('\n', f);
+}
+
 static uint64_t parse_count(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
 	char *end;
@@ -488,14 +508,16 @@ bad:
 }
 
 static const char usage_text[] =
-	"usage: " PROG " [--docs file] --docword file [--max-vocab n] [--min-df n]\n"
-	"                [--min-length n] --vocab file path ...\n"
+	"usage: " PROG " [--docs file] [--docword file] [--libsvm file] [--max-vocab n]\n"
+	"                [--min-df n] [--min-length n] --vocab file path ...\n"
 	"       " PROG " --help\n"
 	"Convert JSON mail messages (files, or the *.json files under directories)\n"
 	"into a UCI bag-of-words corpus. See tools/spam2uci.md.\n"
 	"  --docs file       write 'docID group path' for each output document\n"
 	"  --docword file    the docword output (D, W, NNZ, 'docID wordID count')\n"
 	"  --help            show this help\n"
+	"  --libsvm file     write the documents as LIBSVM lines: label 1 for a 'spam*'\n"
+	"                    group, else 0; counts scaled to unit length per document\n"
 	"  --max-vocab n     keep the n most frequent words (default 10000)\n"
 	"  --min-df n        drop words in fewer than n documents (default 5)\n"
 	"  --min-length n    drop tokens shorter than n letters (default 3)\n"
@@ -516,24 +538,25 @@ static void usage_error(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
-	enum { O_DOCS = 256, O_DOCWORD, O_MAX_VOCAB, O_MIN_DF, O_MIN_LENGTH, O_VOCAB };
+	enum { O_DOCS = 256, O_DOCWORD, O_LIBSVM, O_MAX_VOCAB, O_MIN_DF, O_MIN_LENGTH, O_VOCAB };
 	static const struct option opts[] = {
 		{ "docs", required_argument, NULL, O_DOCS },
 		{ "docword", required_argument, NULL, O_DOCWORD },
 		{ "help", no_argument, NULL, 'h' },
+		{ "libsvm", required_argument, NULL, O_LIBSVM },
 		{ "max-vocab", required_argument, NULL, O_MAX_VOCAB },
 		{ "min-df", required_argument, NULL, O_MIN_DF },
 		{ "min-length", required_argument, NULL, O_MIN_LENGTH },
 		{ "vocab", required_argument, NULL, O_VOCAB },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *docs_path = NULL, *docword_path = NULL, *vocab_path = NULL;
+	const char *docs_path = NULL, *docword_path = NULL, *vocab_path = NULL, *libsvm_path = NULL;
 	uint64_t max_vocab = 10000, min_df = 5, min_len = 3, nnz = 0, ndocs_out = 0;
 	struct paths ps = { 0 };
 	struct word **cand;
 	size_t ncand = 0, nvocab;
-	FILE *fw, *fv, *fd = NULL;
-	char *tw, *tv, *td = NULL;
+	FILE *fw = NULL, *fv, *fd = NULL, *fl = NULL;
+	char *tw = NULL, *tv, *td = NULL, *tl = NULL;
 	int c, bad = 0;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -543,6 +566,7 @@ int main(int argc, char **argv)
 			return fflush(stdout) || ferror(stdout) ? 2 : 0;
 		case O_DOCS: docs_path = optarg; break;
 		case O_DOCWORD: docword_path = optarg; break;
+		case O_LIBSVM: libsvm_path = optarg; break;
 		case O_MAX_VOCAB: max_vocab = parse_count("--max-vocab", optarg, 1, UINT32_MAX - 1); break;
 		case O_MIN_DF: min_df = parse_count("--min-df", optarg, 1, UINT32_MAX); break;
 		case O_MIN_LENGTH: min_len = parse_count("--min-length", optarg, 1, MAX_TOKEN); break;
@@ -552,8 +576,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!docword_path || !vocab_path)
-		usage_error("--docword and --vocab are required");
+	if ((!docword_path && !libsvm_path) || !vocab_path)
+		usage_error("--vocab and one of --docword and --libsvm are required");
 	if (optind == argc)
 		usage_error("no input: give message files or directories");
 
@@ -604,29 +628,38 @@ int main(int argc, char **argv)
 		ndocs_out += k > 0;
 	}
 
-	fw = open_output(docword_path, &tw);
+	if (docword_path) {
+		fw = open_output(docword_path, &tw);
+		fprintf(fw, "%llu\n%zu\n%llu\n", (unsigned long long)ndocs_out, nvocab,
+			(unsigned long long)nnz);
+	}
 	fv = open_output(vocab_path, &tv);
 	if (docs_path)
 		fd = open_output(docs_path, &td);
-	fprintf(fw, "%llu\n%zu\n%llu\n", (unsigned long long)ndocs_out, nvocab,
-		(unsigned long long)nnz);
+	if (libsvm_path)
+		fl = open_output(libsvm_path, &tl);
 	for (size_t i = 0, id = 0; i < g.ndocs; i++) {
 		const struct doc *d = &g.docs[i];
 
 		if (d->n == 0)
 			continue;
 		id++;
-		for (size_t j = 0; j < d->n; j++) {
+		for (size_t j = 0; fw && j < d->n; j++) {
 			const struct pair *p = &g.pairs[d->start + j];
 
 			fprintf(fw, "%zu %u %u\n", id, g.w[p->id].out_id, p->count);
 		}
+		if (fl)
+			write_libsvm(fl, d);
 		if (fd)
 			fprintf(fd, "%zu %s %s\n", id, d->group, d->path);
 	}
 	for (size_t i = 0; i < nvocab; i++)
 		fprintf(fv, "%s\n", cand[i]->s);
-	finish_output(fw, tw, docword_path);
+	if (fw)
+		finish_output(fw, tw, docword_path);
+	if (fl)
+		finish_output(fl, tl, libsvm_path);
 	finish_output(fv, tv, vocab_path);
 	if (fd)
 		finish_output(fd, td, docs_path);

@@ -15,7 +15,7 @@ s2u() {
 
 @test "spam2uci --help prints the usage on stdout and every long option" {
 	run -0 s2u --help
-	assert_line --index 0 --partial "usage: spam2uci [--docs file] --docword file"
+	assert_line --index 0 --partial "usage: spam2uci [--docs file] [--docword file] [--libsvm file]"
 	for o in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", .*/\1/p' "$SCAR_ROOT/tools/spam2uci.c"); do
 		assert_output --partial -- "--$o"
 		grep -q -- "--$o" "$SCAR_ROOT/tools/spam2uci.md"
@@ -35,7 +35,7 @@ s2u() {
 	run -2 s2u --no-such-option
 	assert_output --partial "try 'spam2uci --help'"
 	run -2 s2u --vocab v "$D/spam-corpus"
-	assert_output --partial "--docword and --vocab are required"
+	assert_output --partial "--vocab and one of --docword and --libsvm are required"
 	run -2 s2u --docword d --vocab v
 	assert_output --partial "no input"
 	run -2 s2u --min-df 0 --docword d --vocab v "$D/spam-corpus"
@@ -125,6 +125,13 @@ fake_sources() {
 	done
 	tar -czf spam.tgz -C pkg package
 	cp "$D/ml-latest.csv" ml/ratings.csv
+	# The State of the Union package has its *.json files directly in data/.
+	mkdir -p sotu/package/data
+	for i in 1 2 3 4 5; do
+		cp "$D/spam-corpus/spam/a.json" "sotu/package/data/199$i.json"
+	done
+	tar -czf sotu.tgz -C sotu package
+	export SCAR_SOTU_TARBALL="$BATS_TEST_TMPDIR/sotu.tgz" SCAR_LME4_DATA="$D/rdata"
 }
 
 @test "fetch-data.sh fills the cache, then only reports" {
