@@ -625,6 +625,17 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 		json_object_set_new(rec, "dist_opt_known", json_boolean(d->dist_to_opt != NULL));
 		if (c->R == 0 && d->contraction && d->contraction(c->m, &v, c->err) == 0)
 			json_object_set_new(rec, "contraction", json_real(v));
+		if (c->R == 0 && d->effective) {
+			json_t *eff = json_object();
+
+			if (!eff || (rc = d->effective(c->m, eff, c->err))) {
+				json_decref(eff);
+				json_decref(rec);
+				return agree(c, eff ? rc : scar_error_set(c->err, SCAR_ENOMEM,
+									  "out of memory"));
+			}
+			json_object_set_new(rec, "effective", eff);
+		}
 		if (o->resume)
 			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)c->clock));
 		if (c->dist)
