@@ -12,6 +12,7 @@
 #include "scar/ckpt.h"
 #include "scar/dist.h"
 #include "scar/events.h"
+#include "scar/perturb.h"
 #include "scar/rng.h"
 #include "scar/shard.h"
 #include "train_internal.h"
@@ -95,6 +96,7 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 			  struct scar_error *err)
 {
 	uint64_t N = o->iters;
+	int rc;
 
 	if (!def)
 		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'",
@@ -114,6 +116,15 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 			return scar_error_set(err, SCAR_EINVAL,
 					      "failure at iteration %llu is outside 1..%llu",
 					      (unsigned long long)o->fail_at[i], (unsigned long long)N);
+	/* Against the shards of the run: a resumed run's are the checkpoint's. */
+	if (o->lose_mode == SCAR_LOSE_LIST &&
+	    (rc = scar_shards_check(o->lose_list, o->nlose_list, 0,
+				    o->resume ? o->resume->shards : o->shards, err)))
+		return rc;
+	if (o->lose_mode == SCAR_LOSE_COUNT &&
+	    (rc = scar_shards_check(NULL, 0, o->lose_count,
+				    o->resume ? o->resume->shards : o->shards, err)))
+		return rc;
 	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction > 0 && o->lose_fraction <= 1))
 		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in (0, 1]",
 				      o->lose_fraction);
