@@ -113,15 +113,10 @@ static int mlr_configure(json_t *cfg, struct scar_error *err)
 		return rc;
 	real = json_object_get(cfg, "data") || json_object_get(cfg, "train_images") ||
 		json_object_get(cfg, "train_labels");
-	if (real) {
-		for (size_t i = 0; mlr_synth_keys[i]; i++)
-			if (json_object_get(cfg, mlr_synth_keys[i]))
-				return scar_error_set(err, SCAR_EINVAL,
-						      "mlr: key '%s' is for synthetic data; the data set fixes it",
-						      mlr_synth_keys[i]);
-	} else if (json_object_get(cfg, "test_data")) {
+	if ((rc = mu_cfg_synthetic(cfg, mlr_synth_keys, real, "mlr", err)))
+		return rc;
+	if (!real && json_object_get(cfg, "test_data"))
 		return scar_error_set(err, SCAR_EINVAL, "mlr: 'test_data' goes with a LIBSVM 'data' file");
-	}
 	if (!real && ((rc = mu_cfg_int(cfg, "n", 5000, 1, INT32_MAX, err)) ||
 		      (rc = mu_cfg_int(cfg, "n_test", 1000, 0, INT32_MAX, err)) ||
 		      (rc = mu_cfg_int(cfg, "d", 20, 1, 1 << 20, err)) ||
