@@ -26,7 +26,7 @@ svm() {
 		for (i = 0; i < n; i++) {
 			y = c[1 + int(rand() * k)]; line = y
 			for (j = 1; j <= 4; j++) {
-				v = rand() + rand() + rand() - 1.5 + (j - 1 == y ? 2 : 0)
+				v = 2 * (rand() + rand() + rand() - 1.5) + (j - 1 == y ? 2 : 0)
 				line = line sprintf(" %d:%.4f", j, v)
 			}
 			print line
