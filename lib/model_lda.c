@@ -50,6 +50,8 @@
  *   synth_topics    integer, 10: planted topics
  *   synth_alpha     real, 0.1: Dirichlet parameter of planted doc mixtures
  *   synth_beta      real, 0.05: Dirichlet parameter of planted topics
+ *                   (docs, words, doc_len, synth_*: refused with data,
+ *                   which fixes them; see the header's "effective")
  *   topics          integer, 10: K
  *   alpha           real, 0.1: doc-topic prior
  *   beta            real, 0.01: topic-word prior

@@ -48,6 +48,8 @@
  *   synth_rank    integer, 5: rank of the planted synthetic matrix
  *   density       real, 0.1: fraction of synthetic cells rated
  *   noise         real, 0.1: synthetic rating noise standard deviation
+ *                 (users, items, synth_rank, density, noise: refused with
+ *                 data, which fixes them; see the header's "effective")
  *   test_frac     real, 0.2: fraction of ratings held out (> 0)
  *   solver        string, "als": "als" or "sgd"
  *   rank          integer, 10: factor rank

@@ -44,14 +44,14 @@
  *                 (file:line); not for IDX data
  *   classes       integer, 5: synthetic classes
  *   sep           real, 1.0: synthetic class-mean spread (means ~ N(0, sep^2 I))
- * With real data, n, n_test, classes and sep are refused and get no
- * default, so the configuration holds nothing that is not in effect; the
- * sizes taken from the data are in the header event's "effective".
  *   batch         integer, 128: minibatch size
  *   lr            real, 0.2: initial learning rate
  *   lr_decay      real, 0.3: learning-rate decay per epoch
  *   l2            real, 0.0001: L2 penalty on the (non-bias) weights
  *   init_scale    real, 0: initial weights ~ N(0, init_scale^2); 0 = zeros
+ * With real data, n, n_test, classes and sep are refused and get no
+ * default, so the configuration holds nothing that is not in effect; the
+ * sizes taken from the data are in the header event's "effective".
  */
 #include <math.h>
 #include <stdio.h>
