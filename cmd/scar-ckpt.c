@@ -22,6 +22,7 @@
 #include "scar/arrayfile.h"
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/perturb.h"
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "cli.h"
@@ -1042,19 +1043,21 @@ static int cmd_export(int argc, char **argv)
 	t = &in->tensors[k];
 	tk = (uint32_t)k;
 	S = t->role == SCAR_ROLE_PARAM ? in->shards : 1;
+	{
+		/* The selection checks scar-inject makes, in the same place. */
+		struct scar_select sl;
+
+		scar_select_init(&sl);
+		sl.shard = shard == UINT64_MAX ? -1 : (int64_t)shard;
+		sl.row_lo = a;
+		sl.row_hi = b;
+		if (scar_select_check_rows(t->name, t->rows, S, &sl, &e) < 0) {
+			cli_warn("%s in '%s'", e.msg, path);
+			goto out;
+		}
+	}
 	if (b == UINT64_MAX)
 		b = t->rows;
-	if (b > t->rows) {
-		cli_warn("rows %llu:%llu out of range for tensor '%s' (%llu rows) in '%s'",
-			 (unsigned long long)a, (unsigned long long)b, t->name,
-			 (unsigned long long)t->rows, path);
-		goto out;
-	}
-	if (shard != UINT64_MAX && shard >= S) {
-		cli_warn("no shard %llu of tensor '%s' in '%s' (%u shards)",
-			 (unsigned long long)shard, t->name, path, S);
-		goto out;
-	}
 
 	/* The selected rows: present, in [a, b), in the shard; ascending. */
 	for (k = 0; k < t->nranges; k++) {

@@ -138,17 +138,20 @@ static void parse_rows(const char *s, struct scar_select *sel)
 		cli_usage_error("option '--rows': '%s' is an empty range", s);
 }
 
-/* "0,3,5-7" into lost[S]; usage error on anything else or a shard >= S. */
+/* "0,3,5-7" into lost[S]; usage error on anything else, a shard >= S through scar_shards_check. */
 static void parse_shards(const char *list, uint32_t S, uint8_t *lost)
 {
 	char *copy = strdup(list), *save = NULL, *tok;
+	struct scar_error err;
 
 	if (!copy)
 		cli_die("out of memory");
+	scar_error_clear(&err);
 	memset(lost, 0, S);
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *dash = strchr(tok, '-');
 		uint64_t a, b;
+		uint32_t last;
 
 		if (dash && dash != tok) {
 			if (!dash[1])
@@ -163,9 +166,9 @@ static void parse_shards(const char *list, uint32_t S, uint8_t *lost)
 		if (a > b)
 			cli_usage_error("option '--lose-shards': %llu-%llu is an empty range",
 					(unsigned long long)a, (unsigned long long)b);
-		if (b >= S)
-			cli_usage_error("option '--lose-shards': shard %llu does not exist (the "
-					"checkpoint has %u shards)", (unsigned long long)b, S);
+		last = (uint32_t)b;
+		if (scar_shards_check(&last, 1, 0, S, &err) < 0)
+			cli_usage_error("option '--lose-shards': %s", err.msg);
 		for (uint64_t s = a; s <= b; s++)
 			lost[s] = 1;
 	}
@@ -381,9 +384,9 @@ int main(int argc, char **argv)
 				n = (uint64_t)llround(a.lose_fraction * S);
 				n = n < 1 ? 1 : n;
 			}
-			if (n > S)
-				cli_usage_error("option '--lose-count': cannot lose %llu of %u shards",
-						(unsigned long long)n, S);
+			if (scar_shards_check(NULL, 0, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, S,
+					      &err) < 0)
+				cli_usage_error("option '%s': %s", a.kind_opt, err.msg);
 			if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
 				cli_die_error(&err);
 		}

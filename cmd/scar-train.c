@@ -289,13 +289,6 @@ int main(int argc, char **argv)
 		o.fail_seed = 1;
 	if (!resume_path && !scar_model_find(model))
 		cli_usage_error("unknown model '%s' (see --list-models)", model);
-	if (o.nlose_list)
-		for (size_t i = 0; i < o.nlose_list; i++)
-			if (o.lose_list[i] >= o.shards)
-				cli_usage_error("option '--lose-shards': shard %u does not exist (0..%u)",
-						o.lose_list[i], o.shards - 1);
-	if (o.lose_mode == SCAR_LOSE_COUNT && o.lose_count > o.shards)
-		cli_usage_error("option '--lose-count': %u is more than the %u shards", o.lose_count, o.shards);
 
 	/* Resume: the checkpoint carries model, config and shard count. */
 	if (resume_path) {

@@ -244,6 +244,7 @@ void scar_dense_free(struct scar_dense *ds)
 	free(ds->x);
 	free(ds->label);
 	free(ds->target);
+	free(ds->class_value);
 	free(ds);
 }
 

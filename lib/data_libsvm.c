@@ -17,7 +17,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Map each label to its rank among the distinct labels. */
+/* Map each label to its rank among the distinct labels, which class_value keeps. */
 static int svm_classes(struct scar_dense *ds, const double *y, struct scar_error *err)
 {
 	double *u = malloc(ds->n * sizeof(*u));
@@ -34,26 +34,23 @@ static int svm_classes(struct scar_dense *ds, const double *y, struct scar_error
 		free(u);
 		return scar_error_set(err, SCAR_ERANGE, "too many distinct labels");
 	}
-	for (uint64_t i = 0; i < ds->n; i++) {
-		uint64_t lo = 0, hi = k;
-
-		while (hi - lo > 1) {
-			uint64_t mid = lo + (hi - lo) / 2;
-
-			if (u[mid] <= y[i])
-				lo = mid;
-			else
-				hi = mid;
-		}
-		ds->label[i] = (uint32_t)lo;
-	}
+	for (uint64_t i = 0; i < ds->n; i++)
+		ds->label[i] = (uint32_t)((const double *)bsearch(&y[i], u, k, sizeof(*u),
+								  cmp_double) - u);
 	ds->classes = (uint32_t)k;
-	free(u);
+	ds->class_value = realloc(u, k * sizeof(*u));
+	if (!ds->class_value)
+		ds->class_value = u;
 	return 0;
 }
 
-int scar_libsvm_load(const char *path, uint64_t dim, int classification,
-		     struct scar_dense **out, struct scar_error *err)
+/*
+ * The reader. like (may be NULL) gives a fixed label set: each label must be
+ * one of like->class_value, checked on its line.
+ */
+static int svm_load(const char *path, uint64_t dim, int classification,
+		    const struct scar_dense *like, struct scar_dense **out,
+		    struct scar_error *err)
 {
 	struct scar_lines lr;
 	struct scar_dense *ds = NULL;
@@ -86,6 +83,12 @@ int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 		if ((rc = scar_data_reserve((void **)&y, &cap_y, n + 1, sizeof(*y), err)) < 0 ||
 		    (rc = scar_data_reserve((void **)&row_end, &cap_r, n + 1, sizeof(*row_end), err)) < 0)
 			goto out;
+		if (like && !bsearch(&v, like->class_value, like->classes, sizeof(v), cmp_double)) {
+			rc = scar_lines_fail(&lr, err, SCAR_EMISMATCH,
+					     "label '%s' is not a class of the training data",
+					     scar_data_token(p, NULL, tok, sizeof(tok)));
+			goto out;
+		}
 		y[n] = v;
 		for (p = scar_data_skip_blank(q); *p; p = scar_data_skip_blank(q)) {
 			uint64_t idx;
@@ -157,7 +160,16 @@ int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 		for (; j < row_end[i]; j++)
 			row[e[j].idx] = e[j].val;
 	}
-	if (classification) {
+	if (like) {
+		ds->label = malloc(n * sizeof(*ds->label));
+		if (!ds->label)
+			goto nomem;
+		for (uint64_t i = 0; i < n; i++)
+			ds->label[i] = (uint32_t)((const double *)bsearch(&y[i], like->class_value,
+									  like->classes, sizeof(*y),
+									  cmp_double) - like->class_value);
+		ds->classes = like->classes;
+	} else if (classification) {
 		ds->label = malloc(n * sizeof(*ds->label));
 		if (!ds->label)
 			goto nomem;
@@ -183,4 +195,19 @@ out:
 	free(row_end);
 	scar_lines_close(&lr);
 	return rc;
+}
+
+int scar_libsvm_load(const char *path, uint64_t dim, int classification,
+		     struct scar_dense **out, struct scar_error *err)
+{
+	return svm_load(path, dim, classification, NULL, out, err);
+}
+
+int scar_libsvm_load_like(const char *path, uint64_t dim, const struct scar_dense *like,
+			  struct scar_dense **out, struct scar_error *err)
+{
+	*out = NULL;
+	if (!like || !like->class_value || !like->classes)
+		return scar_error_set(err, SCAR_EINVAL, "no training labels to map '%s' to", path);
+	return svm_load(path, dim, 1, like, out, err);
 }

@@ -727,7 +727,9 @@ static int mlr_setup(struct dt *t, const json_t *cfg)
 			free(tl);
 			have_test = 1;
 		} else {
-			rc = scar_libsvm_load(data, 0, 1, &tr, t->c.err);
+			/* d, when given, is the feature count (model_mlr.c) */
+			rc = scar_libsvm_load(data, json_object_get(cfg, "d") ?
+					      (uint64_t)mu_get_int(cfg, "d") : 0, 1, &tr, t->c.err);
 			have_test = mu_get_str(cfg, "test_data") != NULL;
 		}
 	} else {

@@ -50,6 +50,8 @@
  *   synth_topics    integer, 10: planted topics
  *   synth_alpha     real, 0.1: Dirichlet parameter of planted doc mixtures
  *   synth_beta      real, 0.05: Dirichlet parameter of planted topics
+ *                   (docs, words, doc_len, synth_*: refused with data,
+ *                   which fixes them; see the header's "effective")
  *   topics          integer, 10: K
  *   alpha           real, 0.1: doc-topic prior
  *   beta            real, 0.01: topic-word prior
@@ -121,11 +123,17 @@ static const char *const lda_keys[] = {
 
 static const char *const resync_choices[] = { "sweep", "none", NULL };
 
+/* The generator's keys: with real data they are refused and get no default. */
+static const char *const lda_synth_keys[] = {
+	"docs", "words", "doc_len", "synth_topics", "synth_alpha", "synth_beta", NULL
+};
+
 static int lda_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc;
+	int rc, real = json_object_get(cfg, "data") != NULL;
 
 	if ((rc = mu_cfg_known(cfg, lda_keys, "lda", err)) ||
+	    (rc = mu_cfg_synthetic(cfg, lda_synth_keys, real, "lda", err)) ||
 	    (rc = mu_cfg_seeds(cfg, err)) ||
 	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
 	    (rc = mu_cfg_str(cfg, "vocab", NULL, NULL, err)) ||
@@ -143,6 +151,7 @@ static int lda_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_str(cfg, "resync", "sweep", resync_choices, err)) ||
 	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 65536, err)))
 		return rc;
+	mu_cfg_drop_synthetic(cfg, lda_synth_keys, real);
 	if (mu_get_int(cfg, "workers") > 1 && strcmp(mu_get_str(cfg, "resync"), "sweep"))
 		return scar_error_set(err, SCAR_EINVAL, "lda: 'workers' above 1 needs resync \"sweep\"");
 	if (json_object_get(cfg, "vocab") && !json_object_get(cfg, "data"))
@@ -751,6 +760,23 @@ static int lda_heldout(struct scar_model *m, const struct scar_state *st, double
 	return 0;
 }
 
+/* Sizes from the corpus and the sampler's settings (a Gibbs sweep has no step size). */
+static int lda_effective(struct scar_model *m, json_t *out, struct scar_error *err)
+{
+	if (json_object_set_new(out, "docs", json_integer((json_int_t)m->train.n)) ||
+	    json_object_set_new(out, "heldout_docs", json_integer((json_int_t)m->test.n)) ||
+	    json_object_set_new(out, "vocab", json_integer((json_int_t)m->vocab)) ||
+	    json_object_set_new(out, "tokens", json_integer((json_int_t)m->train.tokens)) ||
+	    json_object_set_new(out, "heldout_tokens", json_integer((json_int_t)m->test.tokens)) ||
+	    json_object_set_new(out, "topics", json_integer((json_int_t)m->k)) ||
+	    json_object_set_new(out, "alpha", json_real(m->alpha)) ||
+	    json_object_set_new(out, "beta", json_real(m->beta)) ||
+	    json_object_set_new(out, "workers", json_integer((json_int_t)m->workers)) ||
+	    json_object_set_new(out, "step", json_string("one collapsed Gibbs sweep (no step size)")))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
 const struct scar_model_def scar_model_lda = {
 	.name = "lda",
 	.summary = "latent Dirichlet allocation by collapsed Gibbs sampling (one sweep per iteration)",
@@ -767,4 +793,5 @@ const struct scar_model_def scar_model_lda = {
 	.contraction = NULL,
 	.dist_to_opt = NULL,
 	.free = lda_free,
+	.effective = lda_effective,
 };

@@ -48,6 +48,8 @@
  *   synth_rank    integer, 5: rank of the planted synthetic matrix
  *   density       real, 0.1: fraction of synthetic cells rated
  *   noise         real, 0.1: synthetic rating noise standard deviation
+ *                 (users, items, synth_rank, density, noise: refused with
+ *                 data, which fixes them; see the header's "effective")
  *   test_frac     real, 0.2: fraction of ratings held out (> 0)
  *   solver        string, "als": "als" or "sgd"
  *   rank          integer, 10: factor rank
@@ -97,11 +99,15 @@ static const char *const mf_keys[] = {
 static const char *const solvers[] = { "als", "sgd", NULL };
 static const char *const scales[] = { "count", "none", NULL };
 
+/* The generator's keys: with real data they are refused and get no default. */
+static const char *const mf_synth_keys[] = { "users", "items", "synth_rank", "density", "noise", NULL };
+
 static int mf_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc;
+	int rc, real = json_object_get(cfg, "data") != NULL;
 
 	if ((rc = mu_cfg_known(cfg, mf_keys, "mf", err)) ||
+	    (rc = mu_cfg_synthetic(cfg, mf_synth_keys, real, "mf", err)) ||
 	    (rc = mu_cfg_seeds(cfg, err)) ||
 	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
 	    (rc = mu_cfg_int(cfg, "users", 1000, 1, INT32_MAX, err)) ||
@@ -118,6 +124,7 @@ static int mf_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_real(cfg, "init_scale", 0.1, 0, 1e6, err)) ||
 	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 1024, err)))
 		return rc;
+	mu_cfg_drop_synthetic(cfg, mf_synth_keys, real);
 	if (mu_get_int(cfg, "workers") > 1 && strcmp(mu_get_str(cfg, "solver"), "sgd"))
 		return scar_error_set(err, SCAR_EINVAL,
 				      "mf: 'workers' above 1 needs solver \"sgd\" (ALS solves its rows in parallel already)");
@@ -642,6 +649,24 @@ static int mf_heldout(struct scar_model *m, const struct scar_state *st, double 
 	return 0;
 }
 
+/* Sizes from the ratings, the solver and its step (sgd: a constant lr). */
+static int mf_effective(struct scar_model *m, json_t *out, struct scar_error *err)
+{
+	if (json_object_set_new(out, "n", json_integer((json_int_t)m->train->n)) ||
+	    json_object_set_new(out, "n_test", json_integer((json_int_t)m->test->n)) ||
+	    json_object_set_new(out, "users", json_integer((json_int_t)m->users)) ||
+	    json_object_set_new(out, "items", json_integer((json_int_t)m->items)) ||
+	    json_object_set_new(out, "rank", json_integer((json_int_t)m->rank)) ||
+	    json_object_set_new(out, "solver", json_string(m->sgd ? "sgd" : "als")) ||
+	    json_object_set_new(out, "lambda", json_real(m->lambda)) ||
+	    (m->sgd && (json_object_set_new(out, "lr", json_real(m->lr)) ||
+			json_object_set_new(out, "workers", json_integer((json_int_t)m->workers)))) ||
+	    json_object_set_new(out, "step", json_string(m->sgd ? "constant lr per rating" :
+							   "exact block solves (no step size)")))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
 const struct scar_model_def scar_model_mf = {
 	.name = "mf",
 	.summary = "matrix factorisation with biases by ALS (one sweep) or SGD (one epoch)",
@@ -658,4 +683,5 @@ const struct scar_model_def scar_model_mf = {
 	.contraction = NULL,
 	.dist_to_opt = NULL,
 	.free = mf_free,
+	.effective = mf_effective,
 };

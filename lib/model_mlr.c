@@ -27,15 +27,21 @@
  *                 absent = synthetic Gaussian classes
  *   train_images, train_labels, test_images, test_labels
  *                 string, absent: IDX files named one by one (instead of data)
- *   test_data     string, absent: the LIBSVM test file when data is LIBSVM (its
- *                 labels are mapped to classes on their own, so it must hold
- *                 the same set of labels as the training file)
+ *   test_data     string, absent: the LIBSVM test file when data is LIBSVM.
+ *                 Class ids come from the training file alone (its distinct
+ *                 labels, sorted); the test file may lack some of them, and
+ *                 a test label the training file does not have is refused
+ *                 (file:line): the model has no class for it, and the
+ *                 weights' shape must not depend on the test file
  *   test_frac     real, 0.1: without a test file (LIBSVM without test_data,
  *                 IDX without test_images), the fraction of the examples
  *                 held out as the test set, drawn by data_seed
  *   n             integer, 5000: synthetic training examples
  *   n_test        integer, 1000: synthetic test examples
- *   d             integer, 20: synthetic features
+ *   d             integer, 20: synthetic features; with a LIBSVM file, the
+ *                 feature count (default: its largest index), and an index
+ *                 above d in the training or test file is refused
+ *                 (file:line); not for IDX data
  *   classes       integer, 5: synthetic classes
  *   sep           real, 1.0: synthetic class-mean spread (means ~ N(0, sep^2 I))
  *   batch         integer, 128: minibatch size
@@ -43,6 +49,9 @@
  *   lr_decay      real, 0.3: learning-rate decay per epoch
  *   l2            real, 0.0001: L2 penalty on the (non-bias) weights
  *   init_scale    real, 0: initial weights ~ N(0, init_scale^2); 0 = zeros
+ * With real data, n, n_test, classes and sep are refused and get no
+ * default, so the configuration holds nothing that is not in effect; the
+ * sizes taken from the data are in the header event's "effective".
  */
 #include <math.h>
 #include <stdio.h>
@@ -79,12 +88,16 @@ static const char *const mlr_keys[] = {
 	"lr_decay", "l2", "init_scale", NULL
 };
 
+/* Keys of the synthetic generator only. */
+static const char *const mlr_synth_keys[] = { "n", "n_test", "classes", "sep", NULL };
+
 static int mlr_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc;
+	int rc, real;
 
-	if ((rc = mu_cfg_known(cfg, mlr_keys, "mlr", err)) ||
-	    (rc = mu_cfg_seeds(cfg, err)) ||
+	if ((rc = mu_cfg_known(cfg, mlr_keys, "mlr", err)))
+		return rc;
+	if ((rc = mu_cfg_seeds(cfg, err)) ||
 	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
 	    (rc = mu_cfg_str(cfg, "train_images", NULL, NULL, err)) ||
 	    (rc = mu_cfg_str(cfg, "train_labels", NULL, NULL, err)) ||
@@ -92,16 +105,26 @@ static int mlr_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_str(cfg, "test_labels", NULL, NULL, err)) ||
 	    (rc = mu_cfg_str(cfg, "test_data", NULL, NULL, err)) ||
 	    (rc = mu_cfg_real(cfg, "test_frac", 0.1, 1e-6, 0.9, err)) ||
-	    (rc = mu_cfg_int(cfg, "n", 5000, 1, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "n_test", 1000, 0, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "d", 20, 1, 1 << 20, err)) ||
-	    (rc = mu_cfg_int(cfg, "classes", 5, 2, 1 << 16, err)) ||
-	    (rc = mu_cfg_real(cfg, "sep", 1.0, 0, 1e6, err)) ||
 	    (rc = mu_cfg_int(cfg, "batch", 128, 1, 1 << 20, err)) ||
 	    (rc = mu_cfg_real(cfg, "lr", 0.2, 0, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "lr_decay", 0.3, 0, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "l2", 1e-4, 0, 1e6, err)) ||
 	    (rc = mu_cfg_real(cfg, "init_scale", 0, 0, 1e6, err)))
+		return rc;
+	real = json_object_get(cfg, "data") || json_object_get(cfg, "train_images") ||
+		json_object_get(cfg, "train_labels");
+	if ((rc = mu_cfg_synthetic(cfg, mlr_synth_keys, real, "mlr", err)))
+		return rc;
+	if (!real && json_object_get(cfg, "test_data"))
+		return scar_error_set(err, SCAR_EINVAL, "mlr: 'test_data' goes with a LIBSVM 'data' file");
+	if (!real && ((rc = mu_cfg_int(cfg, "n", 5000, 1, INT32_MAX, err)) ||
+		      (rc = mu_cfg_int(cfg, "n_test", 1000, 0, INT32_MAX, err)) ||
+		      (rc = mu_cfg_int(cfg, "d", 20, 1, 1 << 20, err)) ||
+		      (rc = mu_cfg_int(cfg, "classes", 5, 2, 1 << 16, err)) ||
+		      (rc = mu_cfg_real(cfg, "sep", 1.0, 0, 1e6, err))))
+		return rc;
+	/* With real data d stays absent unless given: the data's own count. */
+	if (real && json_object_get(cfg, "d") && (rc = mu_cfg_int(cfg, "d", 0, 1, 1 << 20, err)))
 		return rc;
 	if (!!json_object_get(cfg, "train_images") != !!json_object_get(cfg, "train_labels") ||
 	    !!json_object_get(cfg, "test_images") != !!json_object_get(cfg, "test_labels"))
@@ -164,11 +187,25 @@ static int load_idx_dir(struct scar_model *m, const char *dir, struct scar_error
 	return rc;
 }
 
+/* data names a file (LIBSVM), not a directory of IDX files. */
+static int data_is_libsvm(const json_t *cfg)
+{
+	const char *data = mu_get_str(cfg, "data");
+	struct stat sb;
+
+	return data && !(stat(data, &sb) == 0 && S_ISDIR(sb.st_mode));
+}
+
 static int load_data(struct scar_model *m, const json_t *cfg, struct scar_error *err)
 {
 	const char *data = mu_get_str(cfg, "data");
+	/* d names the LIBSVM feature count; the IDX files fix theirs. */
+	uint64_t dim = json_object_get(cfg, "d") ? (uint64_t)mu_get_int(cfg, "d") : 0;
 	int rc;
 
+	if ((mu_get_str(cfg, "train_images") || data) && dim && !data_is_libsvm(cfg))
+		return scar_error_set(err, SCAR_EINVAL,
+				      "mlr: key 'd' sets the feature count of LIBSVM data; IDX files fix their own");
 	if (mu_get_str(cfg, "train_images")) {
 		rc = scar_idx_load(mu_get_str(cfg, "train_images"), mu_get_str(cfg, "train_labels"),
 				   &m->train, err);
@@ -180,11 +217,17 @@ static int load_data(struct scar_model *m, const json_t *cfg, struct scar_error 
 	if (data) {
 		struct stat sb;
 
-		if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode))
+		if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			if (mu_get_str(cfg, "test_data"))
+				return scar_error_set(err, SCAR_EINVAL,
+						      "mlr: 'test_data' goes with a LIBSVM 'data' file, not a directory");
 			return load_idx_dir(m, data, err);
-		rc = scar_libsvm_load(data, 0, 1, &m->train, err);
+		}
+		rc = scar_libsvm_load(data, dim, 1, &m->train, err);
+		/* The training file's classes, and its feature count unless d gives one. */
 		if (!rc && mu_get_str(cfg, "test_data"))
-			rc = scar_libsvm_load(mu_get_str(cfg, "test_data"), m->train->d, 1, &m->test, err);
+			rc = scar_libsvm_load_like(mu_get_str(cfg, "test_data"), m->train->d, m->train,
+						   &m->test, err);
 		return rc;
 	}
 	{
@@ -711,6 +754,22 @@ static int mlr_heldout(struct scar_model *m, const struct scar_state *st, double
 	return 0;
 }
 
+/* Sizes from the data, the batch as clamped and the step-size schedule. */
+static int mlr_effective(struct scar_model *m, json_t *out, struct scar_error *err)
+{
+	if (json_object_set_new(out, "n", json_integer((json_int_t)m->n)) ||
+	    json_object_set_new(out, "n_test", json_integer((json_int_t)m->ntest)) ||
+	    json_object_set_new(out, "d", json_integer((json_int_t)m->d)) ||
+	    json_object_set_new(out, "classes", json_integer((json_int_t)m->classes)) ||
+	    json_object_set_new(out, "batch", json_integer((json_int_t)m->batch)) ||
+	    json_object_set_new(out, "lr", json_real(m->lr)) ||
+	    json_object_set_new(out, "lr_decay", json_real(m->lr_decay)) ||
+	    json_object_set_new(out, "lr_schedule", json_string("lr / (1 + lr_decay * epoch)")) ||
+	    json_object_set_new(out, "l2", json_real(m->l2)))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	return 0;
+}
+
 const struct scar_model_def scar_model_mlr = {
 	.name = "mlr",
 	.summary = "multinomial logistic regression by minibatch SGD (one epoch per iteration)",
@@ -727,4 +786,5 @@ const struct scar_model_def scar_model_mlr = {
 	.contraction = NULL,
 	.dist_to_opt = NULL,
 	.free = mlr_free,
+	.effective = mlr_effective,
 };

@@ -123,6 +123,29 @@ static inline int mu_cfg_str(json_t *cfg, const char *key, const char *def,
 	return 0;
 }
 
+/*
+ * A generator's own keys (NULL-terminated) with real data (real nonzero):
+ * one of them set is SCAR_EINVAL, for it would be ignored. Call before the
+ * defaults go in, and mu_cfg_drop_synthetic after, so that the recorded
+ * configuration holds nothing that is not in effect.
+ */
+static inline int mu_cfg_synthetic(const json_t *cfg, const char *const *keys, int real,
+				   const char *model, struct scar_error *err)
+{
+	for (size_t i = 0; real && keys[i]; i++)
+		if (json_object_get(cfg, keys[i]))
+			return scar_error_set(err, SCAR_EINVAL,
+					      "%s: key '%s' is for synthetic data; the data set fixes it",
+					      model, keys[i]);
+	return 0;
+}
+
+static inline void mu_cfg_drop_synthetic(json_t *cfg, const char *const *keys, int real)
+{
+	for (size_t i = 0; real && keys[i]; i++)
+		json_object_del(cfg, keys[i]);
+}
+
 /* Readers for a configured object (keys are known to be present and typed). */
 static inline int64_t mu_get_int(const json_t *cfg, const char *key)
 {

@@ -1,5 +1,6 @@
 /* perturb.c - perturbations of a training state (see scar/perturb.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,30 +34,78 @@ int scar_select_row(const struct scar_tensor *t, uint32_t S, const struct scar_s
 	return 1;
 }
 
+/* "A:B", "A:" when open-ended, for messages. */
+static const char *range_str(const struct scar_select *sel, char *buf, size_t n)
+{
+	if (sel->row_hi == UINT64_MAX)
+		snprintf(buf, n, "%llu:", (unsigned long long)sel->row_lo);
+	else
+		snprintf(buf, n, "%llu:%llu", (unsigned long long)sel->row_lo,
+			 (unsigned long long)sel->row_hi);
+	return buf;
+}
+
+int scar_select_check_rows(const char *name, uint64_t rows, uint32_t shards,
+			   const struct scar_select *sel, struct scar_error *err)
+{
+	uint64_t hi = sel->row_hi < rows ? sel->row_hi : rows;
+	char r[48];
+
+	if (sel->row_lo >= sel->row_hi)
+		return scar_error_set(err, SCAR_ERANGE, "empty row range %s",
+				      range_str(sel, r, sizeof(r)));
+	if (sel->row_lo >= rows || (sel->row_hi != UINT64_MAX && sel->row_hi > rows))
+		return scar_error_set(err, SCAR_ERANGE,
+				      "rows %s are out of range for tensor '%s' (%llu rows)",
+				      range_str(sel, r, sizeof(r)), name, (unsigned long long)rows);
+	if (sel->shard < 0)
+		return 0;
+	if ((uint64_t)sel->shard >= shards)
+		return scar_error_set(err, SCAR_ERANGE, "no shard %lld of tensor '%s' (%u shards)",
+				      (long long)sel->shard, name, shards);
+	/* the first row of the shard at or after row_lo */
+	if (sel->row_lo + ((uint64_t)sel->shard + shards - sel->row_lo % shards) % shards >= hi)
+		return scar_error_set(err, SCAR_ERANGE,
+				      "rows %s of tensor '%s' (%llu rows) hold no row of shard %lld of %u",
+				      range_str(sel, r, sizeof(r)), name, (unsigned long long)rows,
+				      (long long)sel->shard, shards);
+	return 0;
+}
+
 int scar_select_check(const struct scar_state *st, const struct scar_select *sel,
 		      struct scar_error *err)
 {
 	uint32_t S = st->shards ? st->shards : 1;
+	const struct scar_tensor *t = NULL;
 
-	if (sel->row_lo >= sel->row_hi)
-		return scar_error_set(err, SCAR_ERANGE, "empty row range %llu:%llu",
-				      (unsigned long long)sel->row_lo, (unsigned long long)sel->row_hi);
 	if (sel->tensor) {
-		const struct scar_tensor *t = scar_state_find(st, sel->tensor);
-
-		if (!t)
+		if (!(t = scar_state_find(st, sel->tensor)))
 			return scar_error_set(err, SCAR_ENOTFOUND, "no tensor '%s'", sel->tensor);
-		if (sel->shard >= 0 && (uint64_t)sel->shard >= scar_tensor_shards(t, S))
-			return scar_error_set(err, SCAR_ERANGE, "tensor '%s' has no shard %lld",
-					      t->name, (long long)sel->shard);
-		if (sel->row_lo >= scar_tensor_rows(t))
-			return scar_error_set(err, SCAR_ERANGE, "tensor '%s' has only %llu rows",
-					      t->name, (unsigned long long)scar_tensor_rows(t));
-		return 0;
+		return scar_select_check_rows(t->name, scar_tensor_rows(t), scar_tensor_shards(t, S),
+					      sel, err);
 	}
-	if (sel->shard >= 0 && (uint64_t)sel->shard >= S)
-		return scar_error_set(err, SCAR_ERANGE, "there is no shard %lld of %u",
-				      (long long)sel->shard, S);
+	/*
+	 * Every parameter tensor: the selection must lie within the largest,
+	 * so that it selects rows of at least one and none past them all.
+	 */
+	for (size_t i = 0; i < st->ntensors; i++)
+		if (st->tensors[i]->role == SCAR_ROLE_PARAM &&
+		    (!t || scar_tensor_rows(st->tensors[i]) > scar_tensor_rows(t)))
+			t = st->tensors[i];
+	if (!t)
+		return scar_error_set(err, SCAR_ENOTFOUND, "no parameter tensor to select from");
+	return scar_select_check_rows(t->name, scar_tensor_rows(t), S, sel, err);
+}
+
+int scar_shards_check(const uint32_t *list, size_t n, uint32_t count, uint32_t S,
+		      struct scar_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] >= S)
+			return scar_error_set(err, SCAR_ERANGE, "shard %u does not exist (there are %u shards, 0..%u)",
+					      list[i], S, S ? S - 1 : 0);
+	if (count > S)
+		return scar_error_set(err, SCAR_ERANGE, "cannot lose %u of %u shards", count, S);
 	return 0;
 }
 
@@ -95,8 +144,10 @@ int scar_perturb_pick_shards(uint32_t S, uint32_t count, struct scar_rng *rng, u
 {
 	uint32_t *v;
 
-	if (count > S)
-		return scar_error_set(err, SCAR_ERANGE, "cannot lose %u of %u shards", count, S);
+	int rc = scar_shards_check(NULL, 0, count, S, err);
+
+	if (rc < 0)
+		return rc;
 	v = malloc((S ? S : 1) * sizeof(*v));
 	if (!v)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");

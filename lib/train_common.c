@@ -12,6 +12,7 @@
 #include "scar/ckpt.h"
 #include "scar/dist.h"
 #include "scar/events.h"
+#include "scar/perturb.h"
 #include "scar/rng.h"
 #include "scar/shard.h"
 #include "train_internal.h"
@@ -95,6 +96,7 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 			  struct scar_error *err)
 {
 	uint64_t N = o->iters;
+	int rc;
 
 	if (!def)
 		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'",
@@ -114,6 +116,15 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 			return scar_error_set(err, SCAR_EINVAL,
 					      "failure at iteration %llu is outside 1..%llu",
 					      (unsigned long long)o->fail_at[i], (unsigned long long)N);
+	/* Against the shards of the run: a resumed run's are the checkpoint's. */
+	if (o->lose_mode == SCAR_LOSE_LIST &&
+	    (rc = scar_shards_check(o->lose_list, o->nlose_list, 0,
+				    o->resume ? o->resume->shards : o->shards, err)))
+		return rc;
+	if (o->lose_mode == SCAR_LOSE_COUNT &&
+	    (rc = scar_shards_check(NULL, 0, o->lose_count,
+				    o->resume ? o->resume->shards : o->shards, err)))
+		return rc;
 	if (o->lose_mode == SCAR_LOSE_FRACTION && !(o->lose_fraction >= 0 && o->lose_fraction <= 1))
 		return scar_error_set(err, SCAR_EINVAL, "lost fraction %g is not in [0, 1]",
 				      o->lose_fraction);
@@ -663,6 +674,17 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 		json_object_set_new(rec, "dist_opt_known", json_boolean(d->dist_to_opt != NULL));
 		if (c->R == 0 && d->contraction && d->contraction(c->m, &v, c->err) == 0)
 			json_object_set_new(rec, "contraction", json_real(v));
+		if (c->R == 0 && d->effective) {
+			json_t *eff = json_object();
+
+			if (!eff || (rc = d->effective(c->m, eff, c->err))) {
+				json_decref(eff);
+				json_decref(rec);
+				return agree(c, eff ? rc : scar_error_set(c->err, SCAR_ENOMEM,
+									  "out of memory"));
+			}
+			json_object_set_new(rec, "effective", eff);
+		}
 		if (o->resume)
 			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)c->clock));
 		if (c->dist)

@@ -28,6 +28,7 @@ struct scar_dense {
 	uint32_t *label;	/* n class labels in [0, classes), or NULL */
 	float *target;		/* n real targets (regression), or NULL */
 	uint32_t classes;	/* 0 for regression */
+	double *class_value;	/* classes labels as the file wrote them (LIBSVM), or NULL */
 };
 void scar_dense_free(struct scar_dense *ds);
 
@@ -51,15 +52,27 @@ int scar_idx_load(const char *images, const char *labels, struct scar_dense **ou
  * LIBSVM / svmlight text: "label idx:val idx:val ...", 1-based increasing
  * indices, '#' comments, blank lines ignored, svmlight "qid:N" skipped.
  * d = the largest index seen (1 when there is none), or `dim` when nonzero
- * (then a larger index is SCAR_ERANGE). classification = 1 maps the
- * distinct labels, sorted, to 0..classes-1 (so -1/+1 become 0/1);
- * otherwise labels are real targets. The mapping is per file: load a train
- * and a test file with the same label set, or their class ids disagree. A
+ * (then a larger index is SCAR_ERANGE with err->file and err->line).
+ * classification = 1 maps the distinct labels, sorted, to 0..classes-1 (so
+ * -1/+1 become 0/1) and keeps them in class_value; otherwise labels are
+ * real targets. The mapping is the file's own: load a test file with
+ * scar_libsvm_load_like so that its class ids mean the training file's. A
  * malformed line is SCAR_EFORMAT with err->file and err->line; a file
  * without examples is SCAR_EFORMAT.
  */
 int scar_libsvm_load(const char *path, uint64_t dim, int classification,
 		     struct scar_dense **out, struct scar_error *err);
+
+/*
+ * A LIBSVM file of labels mapped to the classes of like (a classification
+ * set from scar_libsvm_load): the label like->class_value[c] becomes class
+ * c, and out->classes = like->classes, whichever labels the file holds. A
+ * label that is not one of like's is SCAR_EMISMATCH with err->file and
+ * err->line; like without class_value is SCAR_EINVAL. dim as for
+ * scar_libsvm_load.
+ */
+int scar_libsvm_load_like(const char *path, uint64_t dim, const struct scar_dense *like,
+			  struct scar_dense **out, struct scar_error *err);
 
 /* Ratings: n triples; users and items are dense 0-based ids. */
 struct scar_ratings {

@@ -81,6 +81,16 @@ struct scar_model_def {
 	 * init_state under another "seed".)
 	 */
 	void (*free)(struct scar_model *m);
+
+	/*
+	 * Optional (NULL: the configuration says it all): the configuration
+	 * in effect once the data is loaded, as members added to out (an empty
+	 * object) - sizes taken from the data (n, d, classes, ...), values
+	 * the model clamped or derived (a batch larger than the data, a step
+	 * size computed from it) and the step-size schedule. The header event
+	 * carries it as "effective" (scar-events(7)). Fails only for memory.
+	 */
+	int (*effective)(struct scar_model *m, json_t *out, struct scar_error *err);
 };
 
 /* The built-in workloads, NULL-terminated. */

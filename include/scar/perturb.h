@@ -37,12 +37,24 @@ struct scar_select {
 void scar_select_init(struct scar_select *s);
 
 /*
- * Check a selection against st: the tensor exists (SCAR_ENOTFOUND), the
- * shard is below the tensor's shard count and row_lo below its rows
- * (SCAR_ERANGE). Every perturbation call checks it too.
+ * Check a selection against st, the one place selections are validated:
+ * the tensor exists (SCAR_ENOTFOUND), then scar_select_check_rows on it;
+ * without a tensor, on the parameter tensor with the most rows (the
+ * selection must lie within it). Every perturbation call checks it too.
  */
 int scar_select_check(const struct scar_state *st, const struct scar_select *sel,
 		      struct scar_error *err);
+
+/*
+ * Check a selection against one tensor `name` of `rows` rows in `shards`
+ * shards (SCAR_ERANGE, the message naming the tensor, its rows or shards
+ * and the selection): the row range is not empty and lies within the
+ * tensor (an open end, row_hi = UINT64_MAX, stops at its last row); the
+ * shard, when given, is below shards and holds at least one row of the
+ * range. So a selection that can touch nothing is an error, never a no-op.
+ */
+int scar_select_check_rows(const char *name, uint64_t rows, uint32_t shards,
+			   const struct scar_select *sel, struct scar_error *err);
 
 /* Nonzero when row r of t (in a state of S shards) is selected and present. */
 int scar_select_row(const struct scar_tensor *t, uint32_t S, const struct scar_select *sel,
@@ -70,6 +82,15 @@ enum scar_reset {
  */
 int scar_perturb_pick_shards(uint32_t S, uint32_t count, struct scar_rng *rng, uint8_t *lost,
 			     struct scar_error *err);
+
+/*
+ * Check the shards a failure loses in a state of S shards: every entry of
+ * list (n of them; list may be NULL when n is 0) below S, and count (0 when
+ * none) at most S; SCAR_ERANGE naming the first that is not. The one check
+ * of scar-inject's and the trainer's lost-shard options.
+ */
+int scar_shards_check(const uint32_t *list, size_t n, uint32_t count, uint32_t S,
+		      struct scar_error *err);
 
 /*
  * Lose the selected rows of param tensors that lie in a shard s with

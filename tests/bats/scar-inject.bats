@@ -139,7 +139,7 @@ inject() {
 	run -2 scar-inject --bitflip-count 3 --bits middle in.ckpt out.ckpt
 	[[ $output == *"'middle' is not any, sign, exponent or mantissa"* ]]
 	run -2 scar-inject --lose-shards 9 in.ckpt out.ckpt
-	[[ $output == *"shard 9 does not exist (the checkpoint has 8 shards)"* ]]
+	[[ $output == *"shard 9 does not exist (there are 8 shards, 0..7)"* ]]
 	run -2 scar-inject --lose-shards 3-1 in.ckpt out.ckpt
 	# An empty list loses no shard: refused, not taken as a no-op.
 	run -2 --separate-stderr scar-inject --lose-shards '' in.ckpt out.ckpt

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "data_common.h"
 #include "scar/data.h"
@@ -106,6 +107,65 @@ static void test_idx(void)
 	idx_bad("idx-labels.idx1", NULL, SCAR_EFORMAT, 3);	/* 1-d file as images */
 	idx_bad("idx-images.idx3", "idx-images.idx3", SCAR_EFORMAT, 3);
 	idx_bad("no-such-file.idx3", NULL, SCAR_EIO, -2);
+}
+
+/* A scratch LIBSVM file of the given text; returns its path. */
+static const char *svm_tmp(const char *name, const char *text)
+{
+	static char path[2][256];
+	static int k;
+	FILE *f;
+
+	k = (k + 1) % 2;
+	snprintf(path[k], sizeof(path[k]), "%s/scar-test-data-%ld-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), name);
+	f = fopen(path[k], "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	return path[k];
+}
+
+/* A test file's labels mean the training file's classes, whichever it holds. */
+static void test_libsvm_like(void)
+{
+	struct scar_dense *tr = NULL, *te = NULL;
+	struct scar_error e;
+	const char *p;
+
+	CHECK_RC(scar_libsvm_load(fx("svm-good.txt"), 0, 1, &tr, NULL));
+	if (!tr)
+		return;
+	CHECK(tr->class_value && tr->class_value[0] == -1 && tr->class_value[1] == 1);
+	/* only the label +1: still class 1 of 2 */
+	p = svm_tmp("one.txt", "1 1:2\n+1.0 2:3\n");
+	CHECK_RC(scar_libsvm_load_like(p, tr->d, tr, &te, NULL));
+	CHECK(te && te->n == 2 && te->classes == 2 && te->label[0] == 1 && te->label[1] == 1);
+	CHECK(te && te->d == 4 && te->x[0] == 2 && te->x[4 + 1] == 3);
+	scar_dense_free(te);
+	unlink(p);
+	/* a label the training file does not have: refused at its line */
+	p = svm_tmp("new.txt", "-1 1:1\n# comment\n2 1:1\n");
+	scar_error_clear(&e);
+	te = (struct scar_dense *)1;
+	CHECK(scar_libsvm_load_like(p, tr->d, tr, &te, &e) == SCAR_EMISMATCH);
+	CHECK(te == NULL && e.line == 3 && strcmp(e.file, p) == 0);
+	CHECK(strcmp(e.msg, "label '2' is not a class of the training data") == 0);
+	unlink(p);
+	/* a feature beyond the dimension */
+	p = svm_tmp("wide.txt", "-1 5:1\n");
+	scar_error_clear(&e);
+	CHECK(scar_libsvm_load_like(p, tr->d, tr, &te, &e) == SCAR_ERANGE && e.line == 1);
+	CHECK_RC(scar_libsvm_load_like(p, 5, tr, &te, NULL));
+	CHECK(te && te->d == 5 && te->label[0] == 0 && te->x[4] == 1);
+	scar_dense_free(te);
+	unlink(p);
+	/* without training labels */
+	tr->classes = 0;
+	CHECK(scar_libsvm_load_like(fx("svm-good.txt"), 0, tr, &te, &e) == SCAR_EINVAL);
+	scar_dense_free(tr);
 }
 
 static void test_libsvm(void)
@@ -454,6 +514,7 @@ int main(int argc, char **argv)
 	test_numbers();
 	test_idx();
 	test_libsvm();
+	test_libsvm_like();
 	test_movielens();
 	test_split();
 	test_uci();

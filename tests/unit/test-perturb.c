@@ -323,8 +323,64 @@ static void test_quantize_mix(void)
 	scar_state_free(orig);
 }
 
+/* The one place selections are checked: what can touch nothing is an error. */
+static void test_select_check(void)
+{
+	struct scar_select sel;
+	struct scar_error e;
+
+	scar_select_init(&sel);
+	CHECK_RC(scar_select_check_rows("w", 50, 4, &sel, NULL));
+	sel.row_lo = 40;
+	CHECK_RC(scar_select_check_rows("w", 50, 4, &sel, NULL));	/* 40: stops at 50 */
+	sel.row_lo = 50;
+	scar_error_clear(&e);
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	CHECK(strcmp(e.msg, "rows 50: are out of range for tensor 'w' (50 rows)") == 0);
+	sel.row_lo = 40;
+	sel.row_hi = 51;
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	sel.row_lo = 60;
+	sel.row_hi = 70;
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	CHECK(strcmp(e.msg, "rows 60:70 are out of range for tensor 'w' (50 rows)") == 0);
+	sel.row_lo = 4;
+	sel.row_hi = 4;
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	CHECK(strcmp(e.msg, "empty row range 4:4") == 0);
+	/* shards: rows 4..6 hold shards 0 and 1 of 4 */
+	sel.row_hi = 6;
+	sel.shard = 1;
+	CHECK_RC(scar_select_check_rows("w", 50, 4, &sel, NULL));
+	sel.shard = 2;
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	CHECK(strcmp(e.msg, "rows 4:6 of tensor 'w' (50 rows) hold no row of shard 2 of 4") == 0);
+	sel.row_lo = 47;
+	sel.row_hi = UINT64_MAX;
+	sel.shard = 3;	/* 47 */
+	CHECK_RC(scar_select_check_rows("w", 50, 4, &sel, NULL));
+	sel.row_lo = 48;	/* 48, 49: shards 0, 1 */
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	sel.row_lo = 0;
+	sel.shard = 4;
+	CHECK(scar_select_check_rows("w", 50, 4, &sel, &e) == SCAR_ERANGE);
+	CHECK(strcmp(e.msg, "no shard 4 of tensor 'w' (4 shards)") == 0);
+
+	/* lost shards */
+	{
+		const uint32_t ok[] = { 0, 3 }, bad[] = { 1, 4 };
+
+		CHECK_RC(scar_shards_check(ok, 2, 0, 4, NULL));
+		CHECK_RC(scar_shards_check(NULL, 0, 4, 4, NULL));
+		CHECK(scar_shards_check(bad, 2, 0, 4, &e) == SCAR_ERANGE);
+		CHECK(strcmp(e.msg, "shard 4 does not exist (there are 4 shards, 0..3)") == 0);
+		CHECK(scar_shards_check(NULL, 0, 5, 4, &e) == SCAR_ERANGE);
+	}
+}
+
 int main(void)
 {
+	test_select_check();
 	test_halves();
 	test_lose();
 	test_noise();
