@@ -50,6 +50,9 @@ known_runs() {
 		.mean_cost == 2.5 and .trials == 4 and .reduction == 0 and .significant == null' out.json
 	run -0 jq -e '.cells[] | select(.strategy == "scar") |
 		.mean_cost == 1.25 and .reduction == 0.5 and .paired_trials == 4 and .censored == 0' out.json
+	# paired: scar costs half of traditional in every trial, so every resample says 50%
+	run -0 jq -e '.cells[] | select(.strategy == "scar") |
+		(.reduction_ci[0] - 0.5 | fabs) < 1e-12 and (.reduction_ci[1] - 0.5 | fabs) < 1e-12' out.json
 	run -0 jq -e '.bootstrap == {"method":"percentile","level":95,"resamples":10000,"seed":1,"paired_reduction":true}' out.json
 	run -0 grep -F '| a | synth | 1/4 | scar | 4 | 1.25 |' <(stats runs.tsv)
 }
@@ -69,7 +72,7 @@ known_runs() {
 	known_runs > runs.tsv
 	run -0 stats --json out.json runs.tsv
 	run -0 jq -e '.cells[] | select(.strategy == "same") |
-		.reduction == 0 and .reduction_ci[0] <= 0 and .reduction_ci[1] >= 0 and .significant == false' out.json
+		.reduction == 0 and .reduction_ci == [0, 0] and .significant == false' out.json
 	run -0 jq -e '.cells[] | select(.strategy == "scar") | .significant == true and .reduction_ci[0] > 0' out.json
 	run -0 stats runs.tsv
 	assert_line --partial '| a | synth | 1/4 | same | 4 | 2.50 |'
