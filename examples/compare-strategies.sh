@@ -425,10 +425,10 @@ set -- --seed "$bseed" --resamples "$resamples" --markdown "$out/compare.md" \
 ${SCAR_WRAP:-} "$stats" "$@" "$runs"
 
 if command -v gnuplot >/dev/null 2>&1; then
-	clusters=$(grep -c '^[0-9]' "$out/compare.gp" || :)
-	width=$((300 + 14 * clusters))
+	clusters=$(grep -c '^[0-9]' "$out/compare.gp" || :)	# bars and floor bands
+	width=$((450 + 14 * clusters))
 	[ "$width" -le 2400 ] || width=2400
-	[ "$width" -ge 800 ] || width=800
+	[ "$width" -ge 1100 ] || width=1100
 	gnuplot -e "set terminal pngcairo size $width,560 noenhanced; set output '$out/compare.png'; set title 'Iteration cost of a partial failure at equal checkpoint I/O (scar examples/compare-strategies.sh)'" \
 		"$out/compare.gp"
 fi

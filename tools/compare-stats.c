@@ -725,7 +725,7 @@ static void write_gnuplot(FILE *f, uint64_t seed, long B)
 	}
 	fputs("set style fill solid 0.8 border -1\n"
 	      "set boxwidth 0.9 absolute\n"
-	      "set key outside top center horizontal maxrows 1\n"
+	      "set key outside right top vertical Left reverse\n"
 	      "set bmargin 6\n"
 	      "set offsets 0, 0, graph 0.05, 0\n"
 	      "set xzeroaxis lt -1\n"
@@ -754,7 +754,7 @@ static void write_gnuplot(FILE *f, uint64_t seed, long B)
 	if (nfloors)
 		fputs("$floor using (($1+$2)/2):(0):1:2:(-$3):3 with boxxyerror "
 		      "fs transparent solid 0.3 noborder lc rgb \"gray40\" "
-		      "title \"noise floor (null trials: max |cost|)\", \\\n     ", f);
+		      "title \"noise floor (null trials, +-max |cost|)\", \\\n     ", f);
 	for (si = 0; si < strats.n; si++) {
 		fprintf(f, "%s$bars%zu using 1:2:3:4:(0.45) with boxerrorbars title ",
 			si ? ", \\\n     " : "", si);
