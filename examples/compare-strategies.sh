@@ -54,7 +54,8 @@
 # Writes OUT/compare.md, OUT/compare.json, OUT/compare.png (with gnuplot;
 # OUT/compare.gp is its script), the raw runs in OUT/compare-runs.tsv
 # (label, data, lost, strategy, trial, T, cost_interp, censored; sorted by
-# workload, lost fraction, strategy and trial, so re-runs compare with cmp),
+# workload, lost fraction, strategy and trial, so re-runs compare with cmp;
+# a "# null:" line says how the null trials were made),
 # and OUT/compare-workloads.tsv. Progress (runs done / total, elapsed, ETA)
 # goes to stderr.
 set -eu
@@ -409,19 +410,16 @@ if [ "$aggregate" != 1 ]; then
 	trap - EXIT INT TERM
 	{
 		printf '# label\tdata\tlost\tstrategy\ttrial\tfail_at\tcost_interp\tcensored\n'
+		[ -z "$null_desc" ] || printf '# null: %s\n' "$null_desc"
 		LC_ALL=C sort -t "$tab" -k1,1n -k2,2n -k3,3n -k8,8n "$raw" | cut -f 4-
 	} > "$runs"
 	rm -f "$raw" "$prog"
-	[ -n "$null_desc" ] && printf '%s\n' "$null_desc" > "$out/compare-null.txt" || rm -f "$out/compare-null.txt"
 fi
 
 [ -s "$runs" ] || die "no runs in '$runs'"
-null_desc=
-[ ! -r "$out/compare-null.txt" ] || null_desc=$(cat "$out/compare-null.txt")
 set -- --seed "$bseed" --resamples "$resamples" --markdown "$out/compare.md" \
 	--json "$out/compare.json" --gnuplot "$out/compare.gp"
 [ ! -r "$wl" ] || set -- "$@" --workloads "$wl"
-[ -z "$null_desc" ] || set -- "$@" --null-desc "$null_desc"
 ${SCAR_WRAP:-} "$stats" "$@" "$runs"
 
 if command -v gnuplot >/dev/null 2>&1; then

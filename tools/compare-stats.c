@@ -38,7 +38,8 @@ static const char usage_text[] =
 	"\n"
 	"Statistics of the strategy comparison from its raw runs (a TSV file, or stdin:\n"
 	"label, data, lost, strategy, trial, fail_at, cost_interp, censored; '#' lines\n"
-	"are comments). Markdown to stdout unless --markdown is given.\n"
+	"are comments; a line '# null: text' is the default --null-desc). Markdown to\n"
+	"stdout unless --markdown is given.\n"
 	"\n"
 	"  --baseline name   the strategy reductions are measured against (default traditional)\n"
 	"  --gnuplot file    write a gnuplot script of the figure (no terminal, no output set)\n"
@@ -80,6 +81,7 @@ static struct {
 static struct names labels, losts, strats;
 static struct cell *cells, *floors;
 static size_t ncells, nfloors;
+static char *file_null_desc;	/* from a "# null: " line of the input */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -221,6 +223,8 @@ static void read_runs(FILE *in, const char *src)
 			buf[--len] = '\0';
 		if (len && buf[len - 1] == '\r')
 			buf[--len] = '\0';
+		if (!strncmp(buf, "# null: ", 8) && !file_null_desc)
+			file_null_desc = xstrdup(buf + 8);
 		if (!len || buf[0] == '#')
 			continue;
 		for (k = 1, p = buf; *p; p++)
@@ -847,6 +851,8 @@ int main(int argc, char **argv)
 		fclose(in);
 	if (!runs.n)
 		die("no runs in '%s'", src);
+	if (!null_desc)
+		null_desc = file_null_desc;
 	if (!strats.n)
 		die("no runs but null trials in '%s'", src);
 	for (i = 0; i < strats.n && strcmp(strats.v[i], baseline); i++)

@@ -162,10 +162,13 @@ known_runs() {
 	# the null trials restore what was lost: exactly 0 on ridge
 	run -0 jq -e '(.floors | length) == 2 and all(.floors[]; .trials == 3 and .max_abs_cost == 0)' out/compare.json
 	grep -q '^| r20 | synthetic | 3 | 0 | \[0, 0\] | 0 | 0 |$' out/compare.md
+	# the raw runs say how the null trials were made, and the tables repeat it
+	grep -q '^# null: the same failure times and seeds' out/compare-runs.tsv
+	grep -q '^Noise floor: null trials (the same failure times and seeds' out/compare.md
 	# raw runs: header, 2 x (2 x 2 x 3 + 3) rows in workload, lost, strategy, trial order
 	[ "$(grep -vc '^#' out/compare-runs.tsv)" -eq 30 ]
-	[ "$(sed -n 2p out/compare-runs.tsv | cut -f 1-5 | tr '\t' ' ')" = "r20 synthetic 1/4 traditional 1" ]
-	[ "$(sed -n 16p out/compare-runs.tsv | cut -f 1-5 | tr '\t' ' ')" = "r20 synthetic 0 null 3" ]
+	[ "$(grep -v '^#' out/compare-runs.tsv | sed -n 1p | cut -f 1-5 | tr '\t' ' ')" = "r20 synthetic 1/4 traditional 1" ]
+	[ "$(grep -v '^#' out/compare-runs.tsv | sed -n 15p | cut -f 1-5 | tr '\t' ' ')" = "r20 synthetic 0 null 3" ]
 	if command -v gnuplot > /dev/null; then
 		[ -s out/compare.png ]
 	fi
