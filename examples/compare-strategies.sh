@@ -1,32 +1,63 @@
 #!/bin/sh
 # compare-strategies.sh - the paper's comparison (SCAR, ICML 2019, Table/Fig. 5):
 # iteration cost of a partial failure under five strategies at equal
-# checkpoint I/O, for lost fractions 1/8, 1/4 and 1/2 of the shards.
+# checkpoint I/O, for lost fractions 1/8, 1/4 and 1/2 of the shards, with
+# bootstrap confidence intervals, paired reductions and a noise floor.
 #
-#   examples/compare-strategies.sh [MODEL...]   (default: mlr mlr-decay mf lda)
+#   examples/compare-strategies.sh [options] [SPEC...]
 #
-# mlr is run twice: "mlr" with a constant step of 0.05 (plain minibatch
-# SGD), "mlr-decay" with scar-train's default schedule lr / (1 + 0.3 e)
-# from 0.2, whose step is about 0.05 in the failure window (epochs 9-15)
-# and both reach about 0.84 test accuracy after 30 epochs. The decaying
-# step works a perturbation off ever more slowly, and the iteration cost
-# measures exactly that, so the two show how much the schedule matters.
-#
-# Environment: TRIALS (failure trials per cell, default 10), JOBS (parallel
-# runs, default 2), OUT (output directory, default results), SCAR_DATA (the
-# `make data` cache), SHARDS (default 8), INTERVAL (C, default 8), FRACTION
-# (r of the partial policies, default 1/4).
+# A SPEC is a workload: LABEL=SCAR-TRAIN-ARGS, e.g.
+#   'mlr-fmnist=-m mlr --data ~/.cache/scar/fashion-mnist --set lr=0.05 --set lr_decay=0 -n 30'
+# (the arguments are split at blanks, without quotes; a leading ~/ is
+# $HOME), or the NAME of a built-in workload (the table below). Default:
+# mlr mlr-decay mf lda, on the data sets of `make data`. The label names
+# the workload in the tables, the data set is the base name of --data
+# ("synthetic" without). The comparison sets the checkpoint policy, the
+# failures, the recovery and the reference itself: a SPEC that sets them is
+# refused. Options (environment variable, default):
+#   -t, --trials N          failure trials per cell (TRIALS, 20)
+#   -j, --jobs N            parallel runs (JOBS, 2)
+#   -o, --out DIR           output directory (OUT, results)
+#   -s, --shards S          parameter shards (SHARDS, 8)
+#   -c, --interval C        full checkpoint every C iterations (INTERVAL, 8)
+#   -r, --fraction R        r of the partial policies (FRACTION, 1/4)
+#   -l, --lost "F ..."      lost fractions (LOST, "1/8 1/4 1/2")
+#   -S, --strategies "..."  of traditional partial-recovery round-robin random
+#                           scar (STRATEGIES, all five; traditional is the
+#                           baseline of the reductions)
+#   -b, --seed N            bootstrap seed (BOOT_SEED, 1)
+#   -B, --resamples N       bootstrap resamples (RESAMPLES, 10000)
+#   -N, --null-args "ARGS"  scar-train arguments of the null trials, or
+#                           "none" (NULL_ARGS, chosen by the script, below)
+#   -a, --aggregate         make no run: tables and plot from OUT/compare-runs.tsv
+#                           (AGGREGATE=1)
+#   -p, --plan              print the plan and exit
+#   -h, --help              print this help and exit
+# SCAR_DATA is the `make data` cache (default ~/.cache/scar).
 #
 # Trial t (1..TRIALS) fails once, at T_t = C + 1 + (t - 1) * (N/2 - C) / TRIALS
 # (integer division: spread evenly over (C, N/2], so every phase of the
-# checkpoint cycle is represented), losing round(f * S) shards chosen by
-# --fail-seed t. The same trials are run for every strategy, so cells differ
-# only by strategy.
-# Writes OUT/compare.md, OUT/compare.json, OUT/compare.png (when gnuplot is
-# installed) and the raw per-run lines in OUT/compare-runs.tsv (model, lost
-# fraction, strategy, trial, T, cost_interp, censored). With AGGREGATE=1 no
-# run is made: the tables and the plot are rebuilt from an existing
-# OUT/compare-runs.tsv (e.g. one concatenated from several runs).
+# checkpoint cycle up to N/2 is represented), losing round(f * S) shards
+# chosen by --fail-seed t. The same trials are run for every strategy, so
+# cells differ only by strategy, and the reductions are paired by trial.
+# Each workload also gets TRIALS null trials: the same failure times and
+# seeds with nothing lost (--lose-count 0 when scar-train accepts it; else a
+# full checkpoint every iteration and partial recovery, which restores rows
+# equal to the lost ones); their costs are the noise floor of the measure.
+#
+# Statistics by tools/compare-stats (tools/compare-stats.md): per cell the
+# mean of cost_interp with a 95% percentile-bootstrap interval over trials;
+# the reduction 1 - mean / mean(traditional) with a 95% interval from a
+# paired bootstrap (trial indices resampled jointly), marked (n.s.) when it
+# includes 0; per workload the null trials' mean, interval and max |cost|.
+#
+# Writes OUT/compare.md, OUT/compare.json, OUT/compare.png (with gnuplot;
+# OUT/compare.gp is its script), the raw runs in OUT/compare-runs.tsv
+# (label, data, lost, strategy, trial, T, cost_interp, censored; sorted by
+# workload, lost fraction, strategy and trial, so re-runs compare with cmp;
+# a "# null:" line says how the null trials were made),
+# and OUT/compare-workloads.tsv. Progress (runs done / total, elapsed, ETA)
+# goes to stderr.
 set -eu
 
 # The checkout's tools, unless PATH has them already (`make valgrind-check`
@@ -36,48 +67,27 @@ case ":$PATH:" in
 *":$bin:"*) ;;
 *) PATH="$bin:$PATH" ;;
 esac
-trials=${TRIALS:-10}
-jobs=${JOBS:-2}
-out=${OUT:-results}
 data=${SCAR_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/scar}
-S=${SHARDS:-8}
-C=${INTERVAL:-8}
-r=${FRACTION:-1/4}
-models=${*:-mlr mlr-decay mf lda}
-mkdir -p "$out"
-runs="$out/compare-runs.tsv"
-if [ "${AGGREGATE:-0}" != 1 ]; then
-: > "$runs"
 
-# Per-model arguments: real data when `make data` has fetched it.
-model_args() {
-	case $1 in
-	mlr|mlr-decay)
-		step="--set lr=0.05 --set lr_decay=0"
-		[ "$1" = mlr-decay ] && step=
-		if [ -e "$data/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
-			echo "-m mlr --data $data/fashion-mnist $step -n 30"
-		else
-			echo "-m mlr $step -n 30"
-		fi ;;
-	mf)
-		if [ -e "$data/movielens/ratings.csv" ]; then
-			echo "-m mf --data $data/movielens/ratings.csv -n 30"
-		else
-			echo "-m mf -n 30"
-		fi ;;
-	lda)
-		if [ -e "$data/spam/docword.spam.txt" ]; then
-			echo "-m lda --data $data/spam/docword.spam.txt -n 60"
-		else
-			echo "-m lda -n 60"
-		fi ;;
-	ridge) echo "-m ridge -n 60" ;;
-	*) echo "compare-strategies: unknown model '$1'" >&2; exit 2 ;;
-	esac
+# ---- The built-in workloads: the one place to add a data set. ------------
+# One line each: NAME | DATA (its name in the tables) | a FILE that must
+# exist ("-": none) | the scar-train arguments. $data is SCAR_DATA, where
+# `make data` (tools/fetch-data.sh) puts the real data sets. mlr runs twice:
+# "mlr" with a constant step of 0.05, "mlr-decay" with scar-train's default
+# lr / (1 + 0.3 e) from 0.2 (about 0.05 in the failure window); the
+# decaying step works a perturbation off ever more slowly.
+builtin_workloads() {
+	cat <<EOF
+mlr       | fashion-mnist | $data/fashion-mnist/train-images-idx3-ubyte.gz | -m mlr --data $data/fashion-mnist --set lr=0.05 --set lr_decay=0 -n 30
+mlr-decay | fashion-mnist | $data/fashion-mnist/train-images-idx3-ubyte.gz | -m mlr --data $data/fashion-mnist -n 30
+mf        | movielens     | $data/movielens/ratings.csv                    | -m mf --data $data/movielens/ratings.csv -n 30
+lda       | spam          | $data/spam/docword.spam.txt                    | -m lda --data $data/spam/docword.spam.txt -n 60
+ridge     | synthetic     | -                                              | -m ridge -n 60
+EOF
 }
+default_workloads="mlr mlr-decay mf lda"
+all_strategies="traditional partial-recovery round-robin random scar"
 
-strategies="traditional partial-recovery round-robin random scar"
 strategy_args() {
 	case $1 in
 	traditional)      echo "--policy full --recovery full" ;;
@@ -85,100 +95,339 @@ strategy_args() {
 	round-robin)      echo "--policy round-robin --fraction $r --recovery partial" ;;
 	random)           echo "--policy random --fraction $r --recovery partial" ;;
 	scar)             echo "--policy priority --fraction $r --recovery partial" ;;
+	*) return 1 ;;
 	esac
 }
 
-cmds="$out/compare-cmds.txt"
-: > "$cmds"
-for m in $models; do
-	args=$(model_args "$m")
-	n=$(echo "$args" | sed 's/.*-n \([0-9]*\).*/\1/')
-	ref="$out/ref-$m.jsonl"
-	echo "compare: reference run for $m ($args)" >&2
-	# shellcheck disable=SC2086
-	scar-train -q --no-timing --shards "$S" $args > "$ref"
-	span=$((n / 2 - C))
-	[ "$span" -ge 1 ] || { echo "compare: -n too small for C=$C" >&2; exit 2; }
-	for f in 1/8 1/4 1/2; do
-		for s in $strategies; do
-			t=1
-			while [ "$t" -le "$trials" ]; do
-				T=$((C + 1 + (t - 1) * span / trials))
-				echo "$m	$f	$s	$t	$T	scar-train -q --no-timing --shards $S $args $(strategy_args "$s") --interval $C --fail-at $T --lose-fraction $f --fail-seed $t --reference $ref" >> "$cmds"
-				t=$((t + 1))
-			done
-		done
-	done
+usage() {
+	cat <<EOF
+usage: compare-strategies.sh [options] [SPEC...]
+
+The iteration cost of a partial failure under checkpoint strategies at equal
+checkpoint I/O, with bootstrap confidence intervals and a noise floor.
+SPEC is LABEL=SCAR-TRAIN-ARGS or a built-in workload: $(builtin_workloads | cut -d '|' -f 1 | tr -s ' \n' ' ')
+(default: $default_workloads).
+
+  -a, --aggregate         make no run: tables and plot from OUT/compare-runs.tsv
+  -B, --resamples N       bootstrap resamples (RESAMPLES, 10000)
+  -b, --seed N            bootstrap seed (BOOT_SEED, 1)
+  -c, --interval C        full checkpoint every C iterations (INTERVAL, 8)
+  -h, --help              print this help and exit
+  -j, --jobs N            parallel runs (JOBS, 2)
+  -l, --lost "F ..."      lost fractions (LOST, "1/8 1/4 1/2")
+  -N, --null-args "ARGS"  scar-train arguments of the null trials, or none (NULL_ARGS)
+  -o, --out DIR           output directory (OUT, results)
+  -p, --plan              print the plan and exit
+  -r, --fraction R        r of the partial policies (FRACTION, 1/4)
+  -S, --strategies "..."  strategies (STRATEGIES, "$all_strategies")
+  -s, --shards S          parameter shards (SHARDS, 8)
+  -t, --trials N          failure trials per cell (TRIALS, 20)
+
+Example: compare-strategies.sh -t 5 'mine=-m mlr --data ~/my.libsvm --set lr=0.05 -n 40' mf
+EOF
+}
+
+die() { echo "compare: $*" >&2; exit 2; }
+usage_error() { echo "compare: $*" >&2; echo "try 'compare-strategies.sh --help'" >&2; exit 2; }
+
+trials=${TRIALS:-20}
+jobs=${JOBS:-2}
+out=${OUT:-results}
+S=${SHARDS:-8}
+C=${INTERVAL:-8}
+r=${FRACTION:-1/4}
+lost=${LOST:-1/8 1/4 1/2}
+strategies=${STRATEGIES:-$all_strategies}
+bseed=${BOOT_SEED:-1}
+resamples=${RESAMPLES:-10000}
+null_args=${NULL_ARGS:-auto}
+aggregate=${AGGREGATE:-0}
+plan_only=0
+
+while [ $# -gt 0 ]; do
+	opt=$1
+	case $opt in
+	--*=*) val=${opt#*=}; opt=${opt%%=*}; shift; set -- "$opt" "$val" "$@" ;;
+	esac
+	case $opt in
+	-a|--aggregate) aggregate=1; shift; continue ;;
+	-p|--plan) plan_only=1; shift; continue ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; break ;;
+	-t|--trials|-j|--jobs|-o|--out|-s|--shards|-c|--interval|-r|--fraction|-l|--lost|\
+	-S|--strategies|-b|--seed|-B|--resamples|-N|--null-args)
+		[ $# -ge 2 ] || usage_error "option '$opt' needs a value" ;;
+	-*) usage_error "unknown option '$opt'" ;;
+	*) break ;;
+	esac
+	case $opt in
+	-t|--trials) trials=$2 ;;
+	-j|--jobs) jobs=$2 ;;
+	-o|--out) out=$2 ;;
+	-s|--shards) S=$2 ;;
+	-c|--interval) C=$2 ;;
+	-r|--fraction) r=$2 ;;
+	-l|--lost) lost=$2 ;;
+	-S|--strategies) strategies=$2 ;;
+	-b|--seed) bseed=$2 ;;
+	-B|--resamples) resamples=$2 ;;
+	-N|--null-args) null_args=$2 ;;
+	esac
+	shift 2
 done
 
-echo "compare: $(wc -l < "$cmds") runs, $jobs at a time" >&2
-# Each line: run the command, keep its cost record's cost and censored flag.
-tr '\n' '\0' < "$cmds" | xargs -0 -P "$jobs" -n 1 sh -c '
-	line=$1
-	meta=$(printf "%s" "$line" | cut -f1-5)
-	cmd=$(printf "%s" "$line" | cut -f6)
-	rec=$(eval "$cmd" | grep "\"type\":\"cost\"") || { echo "compare: failed: $cmd" >&2; exit 255; }
-	cost=$(printf "%s" "$rec" | sed "s/.*\"cost_interp\":\([-0-9.e+]*\).*/\1/")
-	cens=$(printf "%s" "$rec" | sed "s/.*\"censored\":\([a-z]*\).*/\1/")
-	printf "%s\t%s\t%s\n" "$meta" "$cost" "$cens"
-' sh >> "$runs"
+posint() {
+	case $2 in
+	''|*[!0-9]*) usage_error "$1 '$2' is not a positive integer" ;;
+	esac
+	[ "$2" -ge 1 ] || usage_error "$1 '$2' is not a positive integer"
+}
+posint trials "$trials"
+posint jobs "$jobs"
+posint shards "$S"
+posint interval "$C"
+posint resamples "$resamples"
+case $bseed in ''|*[!0-9]*) usage_error "seed '$bseed' is not a non-negative integer" ;; esac
+[ -n "$(echo $lost)" ] || usage_error "no lost fraction"
+for s in $strategies; do
+	strategy_args "$s" > /dev/null || usage_error "unknown strategy '$s' (of $all_strategies)"
+done
+[ -n "$(echo $strategies)" ] || usage_error "no strategy"
+[ $# -gt 0 ] || set -- $default_workloads
+
+stats=$(command -v compare-stats 2>/dev/null || echo "$bin/tools/compare-stats")
+[ -x "$stats" ] || die "tools/compare-stats is not built (run make)"
+
+mkdir -p "$out"
+runs="$out/compare-runs.tsv"
+wl="$out/compare-workloads.tsv"
+
+# The words of a workload's arguments; sets w_model, w_path, w_n, w_args.
+parse_workload() {
+	w_model=mlr w_path='' w_n=50 w_args='' prev=''
+	set -f
+	for a in $2; do
+		case $a in
+		\~/*) a=$HOME/${a#\~/} ;;
+		--data=\~/*) a=--data=$HOME/${a#--data=\~/} ;;
+		esac
+		case $prev in
+		-m|--model) w_model=$a ;;
+		--data) w_path=$a ;;
+		-n|--iters) w_n=$a ;;
+		esac
+		case $a in
+		--model=*) w_model=${a#*=} ;;
+		--data=*) w_path=${a#*=} ;;
+		--iters=*) w_n=${a#*=} ;;
+		--policy*|--interval*|--fraction*|--fail-*|--lose-*|--recovery*|--reference*|\
+		--cost|--shards*|--resume*|--save*|--events*|--checkpoint-dir*|-q|--quiet|--no-timing)
+			set +f
+			die "workload '$1' sets '${a%%=*}', which the comparison sets itself" ;;
+		esac
+		w_args="$w_args${w_args:+ }$a"
+		prev=$a
+	done
+	set +f
+	case $w_n in ''|*[!0-9]*) die "workload '$1': -n '$w_n' is not a number" ;; esac
+}
+
+# The iterations -n of resolved arguments (scar-train's default 50).
+iters_of() {
+	printf '%s\n' "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "-n" || $i == "--iters") n = $(i + 1)
+		for (i = 1; i <= NF; i++) if ($i ~ /^--iters=/) n = substr($i, 9) } END { print n ? n : 50 }'
+}
+
+if [ "$aggregate" != 1 ]; then
+	case $out$data in *[[:space:]]*) die "OUT and SCAR_DATA must not contain blanks" ;; esac
+	# The workloads, resolved: label, model, data, data path, args.
+	: > "$wl.tmp"
+	labels=
+	for spec in "$@"; do
+		case $spec in
+		*=*)
+			label=${spec%%=*}
+			parse_workload "$label" "${spec#*=}"
+			if [ -n "$w_path" ]; then
+				dname=${w_path%/}
+				dname=${dname##*/}
+			else
+				dname=synthetic
+			fi ;;
+		*)
+			label=$spec
+			line=$(builtin_workloads | awk -F '|' -v n="$spec" '{
+				for (i = 1; i <= 4; i++) gsub(/^ +| +$/, "", $i)
+				if ($1 == n) { print $2 "\t" $3 "\t" $4; exit } }')
+			[ -n "$line" ] || usage_error "unknown workload '$spec' (built in: $(builtin_workloads | cut -d '|' -f 1 | tr -s ' \n' ' '); or LABEL=ARGS)"
+			dname=$(printf '%s\n' "$line" | cut -f 1)
+			need=$(printf '%s\n' "$line" | cut -f 2)
+			[ "$need" = - ] || [ -e "$need" ] || die "workload '$spec' needs '$need' (run 'make data', or set SCAR_DATA)"
+			parse_workload "$label" "$(printf '%s\n' "$line" | cut -f 3)" ;;
+		esac
+		case $label in
+		''|*[!A-Za-z0-9._-]*) die "label '$label' is not made of letters, digits, '.', '_' and '-'" ;;
+		esac
+		case " $labels " in *" $label "*) die "label '$label' is given twice" ;; esac
+		labels="$labels${labels:+ }$label"
+		[ $((w_n / 2 - C)) -ge 1 ] || die "workload '$label': -n $w_n is too small for failures in ($C, n/2] (interval $C)"
+		printf '%s\t%s\t%s\t%s\t%s\n' "$label" "$w_model" "$dname" "$(printf '%s' "${w_path:--}" | sed "s|^$HOME/|~/|")" "$w_args" >> "$wl.tmp"
+	done
+	mv "$wl.tmp" "$wl"
+
+	# The null trials: nothing lost, if scar-train can say so.
+	set -- $lost
+	if [ "$null_args" = auto ]; then
+		if scar-train -q --no-timing -m ridge -n 3 --policy full --interval 1 --recovery partial \
+			--fail-at 1 --lose-count 0 > /dev/null 2>&1; then
+			null_args="--policy full --interval $C --recovery partial --lose-count 0"
+			null_desc="the same failure times and seeds, nothing lost: $null_args"
+		else
+			null_args="--policy full --interval 1 --recovery partial --lose-fraction $1"
+			null_desc="the same failure times and seeds; scar-train cannot lose nothing, so a full checkpoint every iteration restores rows equal to the lost ones: $null_args"
+		fi
+	elif [ "$null_args" = none ]; then
+		null_desc=
+	else
+		null_desc="the same failure times and seeds: $null_args"
+	fi
+
+	nl=$(wc -l < "$wl")
+	nf=$#
+	ns=$(set -- $strategies; echo $#)
+	nnull=$([ "$null_args" = none ] && echo 0 || echo 1)
+	per_label=$((trials * (nf * ns + nnull)))
+	nruns=$((nl * per_label))
+	total=$((nl + nruns))
+	{
+		echo "compare: plan: $nl workloads x $nf lost fractions ($lost) x $ns strategies = $((nl * nf * ns)) cells, $trials trials each"
+		[ "$nnull" = 0 ] || echo "compare: null trials: $trials per workload ($null_args)"
+		while IFS="$(printf '\t')" read -r label _ dname _ args; do
+			n=$(iters_of "$args")
+			echo "compare:   $label ($dname): scar-train $args; failures after iterations $((C + 1))..$((C + 1 + (trials - 1) * (n / 2 - C) / trials))"
+		done < "$wl"
+		echo "compare: $nl reference runs + $nruns runs = $total, $jobs at a time; shards $S, interval $C, fraction $r"
+	} >&2
+	[ "$plan_only" = 0 ] || exit 0
+
+	# Progress on stderr: a line per 1% done (a \r line on a terminal).
+	prog="$out/.compare-progress"
+	: > "$prog"
+	start=$(date +%s)
+	progress() {
+		last=-1
+		while :; do
+			d=$(wc -l < "$prog")
+			pct=$((100 * d / total))
+			now=$(date +%s)
+			el=$((now - start))
+			if [ "$d" -gt 0 ]; then eta=$((el * (total - d) / d)); else eta=-1; fi
+			msg=$(awk -v d="$d" -v t="$total" -v p="$pct" -v e="$el" -v a="$eta" 'function hms(s) {
+				return s < 0 ? "?" : s >= 3600 ? sprintf("%d:%02d:%02d", s / 3600, s % 3600 / 60, s % 60) : sprintf("%d:%02d", s / 60, s % 60) }
+				BEGIN { printf "compare: %d/%d runs (%d%%), %s elapsed, ETA %s", d, t, p, hms(e), hms(a) }')
+			if [ -t 2 ]; then
+				printf '\r%s ' "$msg" >&2
+			elif [ "$pct" -gt "$last" ]; then
+				echo "$msg" >&2
+			fi
+			last=$pct
+			if [ "$d" -ge "$total" ]; then
+				[ ! -t 2 ] || echo >&2
+				break
+			fi
+			sleep 1
+		done
+	}
+	progress &
+	mon=$!
+	trap 'kill "$mon" 2>/dev/null || :' EXIT
+	trap 'kill "$mon" 2>/dev/null || :; exit 130' INT TERM
+
+	# Phase 1: the references, one per workload.
+	tab=$(printf '\t')
+	t0=$(date +%s.%N 2>/dev/null)
+	case $t0 in *[!0-9.]*|'') t0=$(date +%s) ;; esac
+	while IFS="$tab" read -r label _ dname _ args; do
+		printf '%s --shards %s %s\n' "$label" "$S" "$args"
+	done < "$wl" | tr '\n' '\0' | xargs -0 -P "$jobs" -n 1 sh -c '
+		set -f
+		set -- $1
+		l=$1
+		shift
+		scar-train -q --no-timing "$@" > "$0/ref-$l.jsonl" || { echo "compare: reference run failed: scar-train -q --no-timing $*" >&2; exit 255; }
+		echo ref >> "$0/.compare-progress"
+	' "$out" || die "a reference run failed"
+	t1=$(date +%s.%N 2>/dev/null)
+	case $t1 in *[!0-9.]*|'') t1=$(date +%s) ;; esac
+	awk -v a="$t0" -v b="$t1" -v nl="$nl" -v j="$jobs" -v k="$per_label" 'BEGIN {
+		w = b - a; p = nl < j ? nl : j
+		e = w * p / j * k
+		printf "compare: the references took %.1f s: the runs about %d:%02d (minutes:seconds)\n", w, e / 60, e % 60 }' >&2
+
+	# Phase 2: the runs, trial by trial (so that the rate, and the ETA, stay even).
+	cmds="$out/compare-cmds.txt"
+	: > "$cmds"
+	t=1
+	while [ "$t" -le "$trials" ]; do
+		li=0
+		while IFS="$tab" read -r label _ dname _ args; do
+			li=$((li + 1))
+			n=$(iters_of "$args")
+			T=$((C + 1 + (t - 1) * (n / 2 - C) / trials))
+			base="-q --no-timing --shards $S $args --interval $C --fail-at $T --fail-seed $t --reference $out/ref-$label.jsonl"
+			fi=0
+			for f in $lost; do
+				fi=$((fi + 1))
+				si=0
+				for s in $strategies; do
+					si=$((si + 1))
+					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$li" "$fi" "$si" "$label" "$dname" "$f" "$s" "$t" "$T" \
+						"$base $(strategy_args "$s") --lose-fraction $f" >> "$cmds"
+				done
+			done
+			# (the null arguments come last: their --interval wins)
+			[ "$nnull" = 0 ] || printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$li" "$((nf + 1))" 0 "$label" "$dname" 0 null "$t" "$T" \
+				"$base $null_args" >> "$cmds"
+		done < "$wl"
+		t=$((t + 1))
+	done
+
+	# Each line: run the command, keep its cost record's cost and censored flag.
+	raw="$out/.compare-runs.unsorted"
+	: > "$raw"
+	tr '\n' '\0' < "$cmds" | xargs -0 -P "$jobs" -n 1 sh -c '
+		line=$1
+		meta=$(printf "%s" "$line" | cut -f1-9)
+		cmd=$(printf "%s" "$line" | cut -f10)
+		set -f
+		rec=$(scar-train $cmd | grep "\"type\":\"cost\"") || { echo "compare: failed: scar-train $cmd" >&2; exit 255; }
+		cost=$(printf "%s" "$rec" | sed "s/.*\"cost_interp\":\([-0-9.e+]*\).*/\1/")
+		cens=$(printf "%s" "$rec" | sed "s/.*\"censored\":\([a-z]*\).*/\1/")
+		printf "%s\t%s\t%s\n" "$meta" "$cost" "$cens" >> "$0"
+		echo run >> "$(dirname "$0")/.compare-progress"
+	' "$raw" || die "a run failed (see above)"
+	wait "$mon" || :
+	trap - EXIT INT TERM
+	{
+		printf '# label\tdata\tlost\tstrategy\ttrial\tfail_at\tcost_interp\tcensored\n'
+		[ -z "$null_desc" ] || printf '# null: %s\n' "$null_desc"
+		LC_ALL=C sort -t "$tab" -k1,1n -k2,2n -k3,3n -k8,8n "$raw" | cut -f 4-
+	} > "$runs"
+	rm -f "$raw" "$prog"
 fi
 
-# Aggregate: mean and standard error per cell, reduction against traditional.
-awk -F '\t' -v md="$out/compare.md" -v js="$out/compare.json" -v dat="$out/compare.dat" '
-{
-	k = $1 SUBSEP $2 SUBSEP $3
-	n[k]++; s[k] += $6; ss[k] += $6 * $6
-	if ($7 == "true") cens[k]++
-	if (!($1 in seenm)) { seenm[$1] = 1; mo[++nm] = $1 }
-}
-END {
-	split("1/8 1/4 1/2", fr, " ")
-	split("traditional partial-recovery round-robin random scar", st, " ")
-	print "| model | lost | strategy | mean cost | s.e. | reduction vs traditional | censored |" > md
-	print "|---|---|---|---:|---:|---:|---:|" > md
-	printf "{\"type\":\"comparison\",\"cells\":[" > js
-	first = 1
-	for (i = 1; i <= nm; i++) for (j = 1; j <= 3; j++) {
-		kt = mo[i] SUBSEP fr[j] SUBSEP "traditional"
-		mt = n[kt] ? s[kt] / n[kt] : 0
-		for (l = 1; l <= 5; l++) {
-			k = mo[i] SUBSEP fr[j] SUBSEP st[l]
-			if (!n[k]) continue
-			m = s[k] / n[k]
-			v = n[k] > 1 ? (ss[k] - n[k] * m * m) / (n[k] - 1) : 0
-			se = v > 0 ? sqrt(v / n[k]) : 0
-			red = mt > 0 ? 100 * (1 - m / mt) : 0
-			printf "| %s | %s | %s | %.2f | %.2f | %.0f%% | %d |\n", mo[i], fr[j], st[l], m, se, red, cens[k] + 0 > md
-			printf "%s{\"model\":\"%s\",\"lost\":\"%s\",\"strategy\":\"%s\",\"trials\":%d,\"mean_cost\":%.4f,\"stderr\":%.4f,\"reduction\":%.4f,\"censored\":%d}", first ? "" : ",", mo[i], fr[j], st[l], n[k], m, se, red / 100, cens[k] + 0 > js
-			first = 0
-			printf "%s-%s %s %.4f %.4f\n", mo[i], fr[j], st[l], m, se > dat
-		}
-	}
-	print "]}" > js
-}' "$runs"
+[ -s "$runs" ] || die "no runs in '$runs'"
+set -- --seed "$bseed" --resamples "$resamples" --markdown "$out/compare.md" \
+	--json "$out/compare.json" --gnuplot "$out/compare.gp"
+[ ! -r "$wl" ] || set -- "$@" --workloads "$wl"
+${SCAR_WRAP:-} "$stats" "$@" "$runs"
 
 if command -v gnuplot >/dev/null 2>&1; then
-	# One cluster per model x lost fraction, one bar per strategy.
-	awk '{ cell[$1] = cell[$1] " " $3 " " $4 } END { for (c in cell) print c cell[c] }' "$out/compare.dat" \
-		| sort > "$out/compare-plot.dat"
-	gnuplot <<GP
-set terminal pngcairo size 1100,500 noenhanced
-set output "$out/compare.png"
-set style data histograms
-set style histogram errorbars gap 2 lw 1
-set style fill solid 0.8 border -1
-set ylabel "iteration cost (mean, s.e.; lower is better)"
-set title "Iteration cost of a partial failure, equal checkpoint I/O (scar examples/compare-strategies.sh)"
-set xtics rotate by -30
-set key top left
-set xzeroaxis lt -1
-set yrange [*:*]
-plot "$out/compare-plot.dat" using 2:3:xtic(1) title "traditional", \
-     "" using 4:5 title "partial recovery", \
-     "" using 6:7 title "round-robin", \
-     "" using 8:9 title "random", \
-     "" using 10:11 title "SCAR (priority)"
-GP
+	clusters=$(grep -c '^[0-9]' "$out/compare.gp" || :)	# bars and floor bands
+	width=$((450 + 14 * clusters))
+	[ "$width" -le 2400 ] || width=2400
+	[ "$width" -ge 1100 ] || width=1100
+	gnuplot -e "set terminal pngcairo size $width,560 noenhanced; set output '$out/compare.png'; set title 'Iteration cost of a partial failure at equal checkpoint I/O (scar examples/compare-strategies.sh)'" \
+		"$out/compare.gp"
 fi
 cat "$out/compare.md"
