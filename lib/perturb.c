@@ -261,6 +261,37 @@ int scar_perturb_lose(struct scar_state *st, const struct scar_select *sel, cons
 
 /* ---- noise ---- */
 
+/* L2 norm of an integer tensor's row (exact enough in double for counts). */
+static double int_row_norm(const struct scar_tensor *t, uint64_t r, uint64_t re)
+{
+	double ss = 0;
+
+	for (uint64_t k = r * re; k < (r + 1) * re; k++) {
+		double v = scar_tensor_get(t, k);
+
+		ss += v * v;
+	}
+	return sqrt(ss);
+}
+
+/*
+ * The tensors noise goes to: the selected floating-point ones, or the
+ * selected integer ones (lda's counts) when the selection has no float
+ * tensor, so that a mixed state keeps its integer tensors as they were.
+ */
+static int noise_takes(const struct scar_state *st, const struct scar_select *sel,
+		       const struct scar_tensor *t)
+{
+	if (!tensor_in(t, sel))
+		return 0;
+	if (is_float(t))
+		return 1;
+	for (size_t i = 0; i < st->ntensors; i++)
+		if (tensor_in(st->tensors[i], sel) && is_float(st->tensors[i]))
+			return 0;
+	return 1;
+}
+
 double scar_perturb_norm(const struct scar_state *st, const struct scar_select *sel)
 {
 	uint32_t S = st->shards ? st->shards : 1;
@@ -270,14 +301,15 @@ double scar_perturb_norm(const struct scar_state *st, const struct scar_select *
 		const struct scar_tensor *t = st->tensors[i];
 		uint64_t re = scar_tensor_row_elems(t);
 
-		if (!tensor_in(t, sel) || !is_float(t))
+		if (!noise_takes(st, sel, t))
 			continue;
 		for (uint64_t r = sel->row_lo; r < row_end(t, sel); r++) {
 			double n;
 
 			if (!scar_select_row(t, S, sel, r))
 				continue;
-			n = scar_norm_l2(scar_tensor_row(t, r), t->dtype, re);
+			n = is_float(t) ? scar_norm_l2(scar_tensor_row(t, r), t->dtype, re) :
+				int_row_norm(t, r, re);
 			scar_sum_add(&s, n * n);
 		}
 	}
@@ -285,9 +317,10 @@ double scar_perturb_norm(const struct scar_state *st, const struct scar_select *
 }
 
 /*
- * One pass over the selected float elements in the fixed order: with
- * orig == NULL, the sum of squares of the deviates; else x = orig + scale*g
- * stored, returning the squared norm of the stored change.
+ * One pass over the selected elements in the fixed order: with orig ==
+ * NULL, the sum of squares of the deviates; else x = orig + scale*g stored
+ * (rounded to the nearest integer, saturating, in integer tensors: counts
+ * stay counts), returning the squared norm of the stored change.
  */
 static double noise_pass(struct scar_state *st, const struct scar_select *sel,
 			 struct scar_rng *rng, void **orig, double scale,
@@ -300,7 +333,7 @@ static double noise_pass(struct scar_state *st, const struct scar_select *sel,
 		struct scar_tensor *t = st->tensors[i];
 		uint64_t re = scar_tensor_row_elems(t), touched = 0;
 
-		if (!tensor_in(t, sel) || !is_float(t))
+		if (!noise_takes(st, sel, t))
 			continue;
 		for (uint64_t r = sel->row_lo; r < row_end(t, sel); r++) {
 			double rs = 0;
@@ -313,6 +346,12 @@ static double noise_pass(struct scar_state *st, const struct scar_select *sel,
 
 				if (!orig) {
 					rs += g * g;
+				} else if (!is_float(t)) {
+					double x0 = ((const double *)orig[i])[k], d;
+
+					scar_tensor_set(t, k, x0 + nearbyint(scale * g));
+					d = scar_tensor_get(t, k) - x0;
+					rs += d * d;
 				} else if (t->dtype == SCAR_F32) {
 					float x0 = ((const float *)orig[i])[k];
 					float x = (float)((double)x0 + scale * g);
@@ -418,7 +457,7 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 	struct scar_rng start = *rng, r;
 	void **orig = NULL;
 	double gsq, scale, got = 0;
-	int rc = scar_select_check(st, sel, err);
+	int rc = scar_select_check(st, sel, err), all_float = 1;
 
 	report_clear(rep);
 	if (achieved)
@@ -427,29 +466,32 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 		return rc;
 	if (!(l2 >= 0) || !isfinite(l2))
 		return scar_error_set(err, SCAR_ERANGE, "noise norm must be finite and >= 0");
-	if (sel->tensor && !is_float(scar_state_find(st, sel->tensor)))
-		return scar_error_set(err, SCAR_EINVAL, "tensor '%s' is not floating-point",
-				      sel->tensor);
 	if (l2 == 0)
 		return 0;
 	r = start;
 	gsq = noise_pass(st, sel, &r, NULL, 0, NULL);
 	if (gsq == 0)
-		return scar_error_set(err, SCAR_EINVAL, "no floating-point elements selected");
+		return scar_error_set(err, SCAR_EINVAL, "no elements selected");
 	orig = calloc(st->ntensors, sizeof(*orig));
 	if (!orig)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < st->ntensors; i++) {
 		const struct scar_tensor *t = st->tensors[i];
 
-		if (!tensor_in(t, sel) || !is_float(t))
+		if (!noise_takes(st, sel, t))
 			continue;
-		orig[i] = malloc(scar_tensor_bytes(t) ? scar_tensor_bytes(t) : 1);
+		/* Integer tensors' values as doubles: noise_pass adds to them and rounds. */
+		orig[i] = malloc(is_float(t) ? scar_tensor_bytes(t) + 1 :
+			scar_tensor_elems(t) * sizeof(double) + 1);
 		if (!orig[i]) {
 			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 			goto out;
 		}
-		memcpy(orig[i], t->data, scar_tensor_bytes(t));
+		if (is_float(t))
+			memcpy(orig[i], t->data, scar_tensor_bytes(t));
+		else
+			for (uint64_t k = 0; k < scar_tensor_elems(t); k++)
+				((double *)orig[i])[k] = scar_tensor_get(t, k);
 	}
 	scale = l2 / sqrt(gsq);
 	/* rounding to the dtype shrinks or grows the change a little: correct the scale */
@@ -461,7 +503,11 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 			break;
 		scale *= l2 / got;
 	}
-	if (got > 0)
+	/* One-ulp nudges are for floats; integers keep the norm rounding gave. */
+	for (size_t i = 0; i < st->ntensors; i++)
+		if (orig[i] && !is_float(st->tensors[i]))
+			all_float = 0;
+	if (got > 0 && all_float)
 		got = sqrt(noise_nudge(st, sel, orig, l2 * l2));
 	*rng = r;
 	if (achieved)

@@ -105,16 +105,20 @@ int scar_perturb_lose(struct scar_state *st, const struct scar_select *sel, cons
 
 /* ---- noise ---- */
 
-/* Accurate L2 norm of the selected float elements. */
+/* Accurate L2 norm of the elements scar_perturb_noise would change. */
 double scar_perturb_norm(const struct scar_state *st, const struct scar_select *sel);
 
 /*
- * Add Gaussian noise to the selected float elements, scaled so that the
- * stored change has L2 norm l2: after rounding to the dtype the norm is
- * measured and the scale corrected (up to 4 passes), so the result is l2
- * to within rounding (about 1e-15 relative for f64; for f32, unless l2 is
- * tiny against the values). *achieved (may be NULL) gets the norm of the
- * change actually stored. l2 = 0 changes nothing.
+ * Add Gaussian noise to the selected elements (of the floating-point
+ * tensors, or of the integer ones when none is selected), scaled so that the stored
+ * change has L2 norm l2: after rounding to the dtype the norm is measured
+ * and the scale corrected (up to 4 passes), so the result is l2 to within
+ * rounding (about 1e-15 relative for f64; for f32, unless l2 is tiny
+ * against the values). In integer tensors (lda's counts) each element's
+ * noise is rounded to a whole number, so the norm is l2 only roughly, and a
+ * noise much smaller than 1 per element rounds to no change at all.
+ * *achieved (may be NULL) gets the norm of the change actually stored.
+ * l2 = 0 changes nothing.
  */
 int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, double l2,
 		       struct scar_rng *rng, double *achieved, struct scar_perturb_report *rep,

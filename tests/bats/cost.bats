@@ -141,3 +141,18 @@ EOF
 	run scar-bound check ref.jsonl trad.jsonl
 	[[ "$output" == *"observed           5"* ]]
 }
+
+@test "cost: lda counts take noise as whole counts; noise that rounds away costs exactly 0" {
+	cd "$BATS_TEST_TMPDIR"
+	scar-train -q --no-timing -m lda -n 10 --save l10.ckpt > /dev/null
+	scar-inject --noise-rel 1e-6 --seed 3 l10.ckpt tiny.ckpt 2> tiny.json
+	grep -q '"delta_norm":0.0,' tiny.json
+	run -0 scar-train -q --no-timing --resume tiny.ckpt -n 30 --cost
+	[ "$(printf '%s\n' "$output" | costs)" = "0 0.0" ]
+	scar-inject --noise-rel 1e-3 --seed 3 l10.ckpt small.ckpt 2> small.json
+	# Rounded to integers, the norm is about, not exactly, the one asked for.
+	rel=$(sed 's/.*"rel_delta_norm":\([^,]*\),.*/\1/' small.json)
+	awk -v r="$rel" 'BEGIN { exit !(r > 0.0005 && r < 0.002) }'
+	# They differ (exit 1, as cmp(1)).
+	run -1 scar-diff -q l10.ckpt small.ckpt
+}

@@ -192,9 +192,18 @@ static void test_noise(void)
 		if (r % 4 != 2)
 			CHECK(memcmp(scar_tensor_row(s->tensors[0], r), scar_tensor_row(orig->tensors[0], r),
 				     20) == 0);
+	/* A named integer tensor takes noise rounded to whole numbers. */
+	scar_state_free(s);
+	s = mkstate();
 	sel.tensor = "counts";
 	sel.shard = -1;
-	CHECK(scar_perturb_noise(s, &sel, 1, &rng, &got, &rep, &e) == SCAR_EINVAL);
+	CHECK_RC(scar_perturb_noise(s, &sel, 5, &rng, &got, &rep, &e));
+	CHECK(got > 2 && got < 10);
+	CHECK_NEAR(delta(s, orig) * delta(s, orig) - floor(delta(s, orig) * delta(s, orig) + 0.5), 0,
+		   1e-9);	/* a sum of squared whole numbers */
+	CHECK(rep.tensors == 1);
+	scar_state_free(s);
+	s = mkstate();
 	sel.tensor = NULL;
 	sel.shard = 4;
 	CHECK(scar_perturb_noise(s, &sel, 1, &rng, &got, &rep, &e) == SCAR_ERANGE);
