@@ -82,10 +82,13 @@ mlr       | fashion-mnist | $data/fashion-mnist/train-images-idx3-ubyte.gz | -m 
 mlr-decay | fashion-mnist | $data/fashion-mnist/train-images-idx3-ubyte.gz | -m mlr --data $data/fashion-mnist -n 30
 mf        | movielens     | $data/movielens/ratings.csv                    | -m mf --data $data/movielens/ratings.csv -n 30
 lda       | spam          | $data/spam/docword.spam.txt                    | -m lda --data $data/spam/docword.spam.txt -n 60
+mlr-spam  | spam-labels   | $data/spam/spam.libsvm                         | -m mlr --data $data/spam/spam.libsvm --set lr=1 -n 30
+mf-insteval | insteval    | $data/insteval/ratings.tsv                     | -m mf --data $data/insteval/ratings.tsv --set lambda=0.5 -n 30
+lda-sotu  | sotu          | $data/sotu/docword.sotu.txt                    | -m lda --data $data/sotu/docword.sotu.txt -n 60
 ridge     | synthetic     | -                                              | -m ridge -n 60
 EOF
 }
-default_workloads="mlr mlr-decay mf lda"
+default_workloads="mlr mlr-decay mf lda mlr-spam mf-insteval lda-sotu"
 all_strategies="traditional partial-recovery round-robin random scar"
 
 strategy_args() {
