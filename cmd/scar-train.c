@@ -36,7 +36,8 @@ static const char usage_text[] =
 "Checkpoints:\n"
 "      --policy P          none, full, round-robin, random or priority (default none)\n"
 "      --interval C        full checkpoint every C iterations (default 8)\n"
-"      --fraction R        partial policies: R of the rows every R*C iterations (default 1/4)\n"
+"      --fraction R        partial policies: R = 1/m of the rows every C/m iterations,\n"
+"                          m dividing C (default 1/4)\n"
 "      --checkpoint-dir D  write checkpoints into D (default: an in-memory store)\n"
 "      --no-compress       store checkpoint sections uncompressed\n"
 "      --no-sync           do not fsync checkpoint files\n"
@@ -54,7 +55,7 @@ static const char usage_text[] =
 "      --cost-window W     smooth the objective over W iterations (default 1)\n"
 "      --cost-cap N        give up N iterations after --iters (default: --iters)\n"
 "State and output:\n"
-"      --resume PATH       continue from a checkpoint, a directory's newest, or -\n"
+"      --resume PATH       continue from a checkpoint, a directory's newest full one, or -\n"
 "      --save PATH         write the final state as a full checkpoint (- = stdout)\n"
 "      --events FILE       write events to FILE (default stdout; none with --save -)\n"
 "      --no-timing         leave out timing fields, for bit-identical streams\n"
@@ -337,7 +338,7 @@ int main(int argc, char **argv)
 			cli_die_error(&err);
 		if (resume_info.newer_partial && is_rank0())
 			cli_warn("resuming '%s' from its newest full checkpoint '%s', iteration %llu: "
-				 "passed over %zu newer partial checkpoint%s (iterations %llu to %llu), "
+				 "passed over %zu partial checkpoint%s of later iterations (%llu to %llu), "
 				 "which hold only some parameter rows and no worker state", resume_path,
 				 used, (unsigned long long)resume_info.iter, resume_info.newer_partial,
 				 resume_info.newer_partial == 1 ? "" : "s",

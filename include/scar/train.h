@@ -69,7 +69,7 @@ int scar_recovery_parse(const char *name);	/* strategy, or -1 */
 struct scar_train_resume_info {
 	uint64_t iter;			/* state iteration of the checkpoint resumed from */
 	uint64_t newest_iter;		/* the newest checkpoint's in the directory (>= iter) */
-	size_t newer_partial;		/* partial checkpoints after iter, passed over */
+	size_t newer_partial;		/* partial checkpoints of later iterations, passed over */
 	uint64_t first_partial;		/* the oldest and newest of them, when there are any */
 	uint64_t last_partial;
 	size_t damaged;			/* damaged checkpoints the loader skipped */
