@@ -145,3 +145,37 @@ COMMON=(-q --no-timing --no-sync -m ridge)
 		--fraction 1/8 > rr.jsonl
 	[ "$(jq -r 'select(.type == "checkpoint" and .kind == "partial") | .rows' rr.jsonl | tr -d '\n')" = 0100101001001010 ]
 }
+
+@test "mpi: resume of a partial-policy manifest directory, on another P, equals one process" {
+	command -v mpirun > /dev/null 2>&1 || skip "mpirun not found"
+	mpi() {
+		local np=$1
+		shift
+		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+			mpirun --oversubscribe -np "$np" scar-train "$@"
+	}
+	mpi 2 -m ridge --iters 1 --no-timing -q | grep -q '"ranks":2' || skip "scar-train is not the MPI variant"
+	local opts=(-q --no-timing --no-sync -m mf --set users=60 --set items=45 --shards 5)
+	local fail=(--fail-at 14 --lose-count 2)
+	# The one-process run, uninterrupted.
+	scar-train "${opts[@]}" -n 16 --policy priority --fraction 1/2 --interval 4 --checkpoint-dir u \
+		"${fail[@]}" --save u.ckpt > /dev/null
+	# Two ranks to 10 with a final state in the directory, then three ranks from it.
+	mpi 2 "${opts[@]}" -n 10 --policy priority --fraction 1/2 --interval 4 --checkpoint-dir pa \
+		--save pa/final.ckpt > /dev/null
+	[ -f pa/ckpt-0000000010.manifest ]
+	mpi 3 -q --no-timing --no-sync --resume pa -n 16 --checkpoint-dir pa "${fail[@]}" --save a.ckpt > a.jsonl
+	[ "$(field header resume_iter < a.jsonl)" = 10 ]
+	[ "$(field header policy < a.jsonl)" = '"priority"' ]
+	grep -q '"type":"recovery"' a.jsonl
+	cmp u.ckpt a.ckpt
+	# Without the final state: back to iteration 0 (the resumed run wrote
+	# partials up to 16), said once, the same end.
+	rm pa/final.ckpt
+	run -0 --separate-stderr mpi 3 -q --no-timing --no-sync --resume pa -n 16 --checkpoint-dir pa \
+		"${fail[@]}" --save b.ckpt
+	printf '%s\n' "$output" > b.jsonl
+	[ "$(field header resume_skipped_partial < b.jsonl)" = 8 ]
+	[ "$(grep -c 'passed over 8 partial checkpoints of later iterations (2 to 16)' <<< "$stderr")" = 1 ]
+	cmp u.ckpt b.ckpt
+}
