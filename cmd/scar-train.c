@@ -36,7 +36,8 @@ static const char usage_text[] =
 "Checkpoints:\n"
 "      --policy P          none, full, round-robin, random or priority (default none)\n"
 "      --interval C        full checkpoint every C iterations (default 8)\n"
-"      --fraction R        partial policies: R of the rows every R*C iterations (default 1/4)\n"
+"      --fraction R        partial policies: R = 1/m of the rows every C/m iterations,\n"
+"                          m dividing C (default 1/4)\n"
 "      --checkpoint-dir D  write checkpoints into D (default: an in-memory store)\n"
 "      --no-compress       store checkpoint sections uncompressed\n"
 "      --no-sync           do not fsync checkpoint files\n"
@@ -54,7 +55,7 @@ static const char usage_text[] =
 "      --cost-window W     smooth the objective over W iterations (default 1)\n"
 "      --cost-cap N        give up N iterations after --iters (default: --iters)\n"
 "State and output:\n"
-"      --resume PATH       continue from a checkpoint, a directory's newest, or -\n"
+"      --resume PATH       continue from a checkpoint, a directory's newest full one, or -\n"
 "      --save PATH         write the final state as a full checkpoint (- = stdout)\n"
 "      --events FILE       write events to FILE (default stdout; none with --save -)\n"
 "      --no-timing         leave out timing fields, for bit-identical streams\n"
@@ -155,6 +156,16 @@ static void set_key(json_t *config, const char *kv)
 		cli_die("out of memory");
 }
 
+/* Rank 0, or the only process: the one that warns once for the job. */
+static int is_rank0(void)
+{
+#ifdef SCAR_MPI
+	return !scar_dist_active() || scar_dist_rank() == 0;
+#else
+	return 1;
+#endif
+}
+
 static _Noreturn void list_models(void)
 {
 	const struct scar_model_def *const *m;
@@ -174,7 +185,9 @@ int main(int argc, char **argv)
 	const char *model = "mlr", *save = NULL, *events_path = NULL, *resume_path = NULL;
 	const char *reference_path = NULL;
 	uint64_t tmp[SCAR_TRAIN_MAX_LOSE];
+	struct scar_train_resume_info resume_info;
 	int c, quiet = 0, shards_given = 0, model_given = 0, rc;
+	int policy_given = 0, interval_given = 0, fraction_given = 0, seed_given = 0;
 	FILE *events = stdout;
 
 	cli_init(argv[0]);
@@ -234,9 +247,16 @@ int main(int argc, char **argv)
 			if ((rc = scar_policy_parse(optarg)) < 0)
 				cli_usage_error("unknown policy '%s' (none, full, round-robin, random, priority)", optarg);
 			o.policy = rc;
+			policy_given = 1;
 			break;
-		case OPT_INTERVAL: o.interval = cli_parse_u64("--interval", optarg, 1, 100000000); break;
-		case OPT_FRACTION: o.fraction = cli_parse_fraction("--fraction", optarg); break;
+		case OPT_INTERVAL:
+			o.interval = cli_parse_u64("--interval", optarg, 1, 100000000);
+			interval_given = 1;
+			break;
+		case OPT_FRACTION:
+			o.fraction = cli_parse_fraction("--fraction", optarg);
+			fraction_given = 1;
+			break;
 		case OPT_CKPTDIR:
 			if (!*optarg)
 				cli_usage_error("option '--checkpoint-dir' needs a value");
@@ -263,7 +283,10 @@ int main(int argc, char **argv)
 			o.lose_fraction = cli_parse_fraction("--lose-fraction", optarg);
 			o.lose_mode = SCAR_LOSE_FRACTION;
 			break;
-		case OPT_FAILSEED: o.fail_seed = cli_parse_u64("--fail-seed", optarg, 0, UINT64_MAX); break;
+		case OPT_FAILSEED:
+			o.fail_seed = cli_parse_u64("--fail-seed", optarg, 0, UINT64_MAX);
+			seed_given = 1;
+			break;
 		case OPT_RECOVERY:
 			if ((rc = scar_recovery_parse(optarg)) < 0)
 				cli_usage_error("unknown recovery '%s' (partial, full, none)", optarg);
@@ -304,6 +327,34 @@ int main(int argc, char **argv)
 		if (skipped)
 			cli_warn("skipped %zu damaged checkpoint%s in '%s'; resuming from '%s'", skipped,
 				 skipped == 1 ? "" : "s", resume_path, used);
+		if (scar_train_resume_scan(resume_path, resume, skipped, &resume_info, &err))
+			cli_die_error(&err);
+		if (resume_info.newer_partial && is_rank0())
+			cli_warn("resuming '%s' from its newest full checkpoint '%s', iteration %llu: "
+				 "passed over %zu partial checkpoint%s of later iterations (%llu to %llu), "
+				 "which hold only some parameter rows and no worker state", resume_path,
+				 used, (unsigned long long)resume_info.iter, resume_info.newer_partial,
+				 resume_info.newer_partial == 1 ? "" : "s",
+				 (unsigned long long)resume_info.first_partial,
+				 (unsigned long long)resume_info.last_partial);
+		o.resume_info = &resume_info;
+		/* The checkpoint's schedule goes on, unless the command line says otherwise. */
+		{
+			struct scar_train_schedule sch;
+
+			if ((rc = scar_train_saved_schedule(resume, &sch, &err)) < 0)
+				cli_die("cannot resume from '%s': %s", used, err.msg);
+			if (rc) {
+				if (!policy_given)
+					o.policy = sch.policy;
+				if (!interval_given)
+					o.interval = sch.interval;
+				if (!fraction_given)
+					o.fraction = sch.fraction;
+				if (!seed_given)
+					o.fail_seed = sch.fail_seed;
+			}
+		}
 		if (shards_given && o.shards != resume->shards)
 			cli_usage_error("checkpoint has %u shards; --shards %u differs", resume->shards, o.shards);
 		o.shards = resume->shards;

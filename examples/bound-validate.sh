@@ -83,8 +83,12 @@ awk -v n="$runs" -v seed="$seed" -v last="$last" 'BEGIN {
 		for (t = 1; t <= last; t++)
 			if (t in used)
 				at = at (at == "" ? "" : ",") t
-		printf "%d %s %s %d %s %d %s\n", i, at, pol[1 + int(rand() * 5)],
-			2 + int(rand() * 15), frac[1 + int(rand() * 3)], 1 + int(rand() * 8),
+		# A partial policy takes 1/m with m dividing the interval (scar-train(1)).
+		p = pol[1 + int(rand() * 5)]
+		k = 1 + int(rand() * 3)
+		m = 2 ^ k
+		every = m * (1 + int(rand() * int(16 / m)))
+		printf "%d %s %s %d %s %d %s\n", i, at, p, every, frac[k], 1 + int(rand() * 8),
 			rec[1 + int(rand() * 5)]
 	}
 }' > "$dir/schedule"

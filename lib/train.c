@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "scar/ckpt.h"
+#include "scar/dist.h"
 #include "scar/model.h"
 #include "scar/train.h"
 #include "train_internal.h"
@@ -371,4 +372,56 @@ int scar_train_load_resume(const char *path, struct scar_state **out, size_t *sk
 		*skipped = bad;
 	scar_ckpt_list_free(ents, n);
 	return rc;
+}
+
+int scar_train_resume_scan(const char *path, const struct scar_state *st, size_t damaged,
+			   struct scar_train_resume_info *info, struct scar_error *err)
+{
+	struct scar_ckpt_entry *v = NULL;
+	struct stat sb;
+	size_t n = 0;
+	int rc;
+
+	memset(info, 0, sizeof(*info));
+	info->iter = info->newest_iter = st->iteration;
+	info->damaged = damaged;
+	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return 0;
+	/* Manifests too: the ranks of an MPI run write one per checkpoint. */
+	if ((rc = scar_dist_ckpt_list(path, &v, &n, NULL, err)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].iteration > info->newest_iter)
+			info->newest_iter = v[i].iteration;
+		if (v[i].iteration <= st->iteration || !v[i].partial)
+			continue;
+		if (!info->newer_partial++)
+			info->first_partial = v[i].iteration;
+		info->last_partial = v[i].iteration;	/* the list is by iteration */
+	}
+	scar_ckpt_list_free(v, n);
+	return 0;
+}
+
+int scar_train_saved_schedule(const struct scar_state *st, struct scar_train_schedule *out,
+			      struct scar_error *err)
+{
+	json_t *s = json_object_get(st->extra, "schedule");
+	json_t *policy = json_object_get(s, "policy"), *interval = json_object_get(s, "interval");
+	json_t *fraction = json_object_get(s, "fraction"), *seed = json_object_get(s, "fail_seed");
+	int p;
+
+	if (!s)
+		return 0;
+	p = scar_policy_parse(json_string_value(policy));
+	if (p < 0 || !json_is_integer(interval) || json_integer_value(interval) < 1 ||
+	    !json_is_number(fraction) || !(json_number_value(fraction) > 0) ||
+	    !(json_number_value(fraction) <= 1) || !json_is_integer(seed))
+		return scar_error_set(err, SCAR_EFORMAT,
+				      "checkpoint's extra.schedule is not a policy, interval, fraction and fail_seed");
+	out->policy = (enum scar_policy)p;
+	out->interval = (uint64_t)json_integer_value(interval);
+	out->fraction = json_number_value(fraction);
+	out->fail_seed = (uint64_t)json_integer_value(seed);
+	return 1;
 }

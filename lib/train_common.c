@@ -85,7 +85,15 @@ static int push_obj(struct scar_train_ctx *c, double v)
 
 int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s)
 {
-	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)c->clock)))
+	const struct scar_train_opts *o = c->o;
+
+	/* The clock first: a state resumed from an older file then keeps its order of keys. */
+	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)c->clock)) ||
+	    json_object_set_new(s->extra, "schedule",
+				json_pack("{s:s, s:I, s:f, s:I}", "policy", scar_policy_name(o->policy),
+					  "interval", (json_int_t)o->interval,
+					  "fraction", o->fraction,
+					  "fail_seed", (json_int_t)o->fail_seed)))
 		return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 	return 0;
 }
@@ -131,7 +139,7 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 	if (o->fail_prob < 0 || o->fail_prob > 1)
 		return scar_error_set(err, SCAR_EINVAL, "failure probability %g is not in [0, 1]",
 				      o->fail_prob);
-	return 0;
+	return scar_train_check_schedule(o, err);
 }
 
 int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *core, double **ref,
@@ -343,17 +351,17 @@ int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, ui
 {
 	const struct scar_train_opts *o = c->o;
 	struct scar_tensor *x = c->st->tensors[ti];
-	uint64_t rows = scar_tensor_rows(x), n = scar_train_policy_rows(o, rows);
+	uint64_t rows = scar_tensor_rows(x), start, n = scar_train_policy_rows(o, rows, ncp, &start);
 
 	memset(sel, 0, rows);
 	if (n == rows) {
 		memset(sel, 1, rows);
 		return 0;
 	}
+	if (n == 0)
+		return 0;
 	switch (o->policy) {
 	case SCAR_POLICY_ROUND_ROBIN: {
-		uint64_t start = ((ncp % rows) * (n % rows)) % rows; /* rows < 2^32 */
-
 		for (uint64_t i = 0; i < n; i++)
 			sel[(start + i) % rows] = 1;
 		return 0;
@@ -440,48 +448,100 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 	return rec;
 }
 
-/* Saved view after a resume: the newest full checkpoint, then the partials after it. */
+/*
+ * Whether path is a checkpoint the trainer wrote at iteration it (ckpt-N.ckpt,
+ * or ckpt-N.manifest of MPI ranks): the saved view is made of those, not of a
+ * final state someone saved into the directory, which no policy wrote.
+ */
+static int policy_file(const char *path, uint64_t it)
+{
+	const char *base = strrchr(path, '/');
+	char one[64], ranks[64];
+
+	base = base ? base + 1 : path;
+	snprintf(one, sizeof(one), "ckpt-%010llu.ckpt", (unsigned long long)it);
+	snprintf(ranks, sizeof(ranks), "ckpt-%010llu.manifest", (unsigned long long)it);
+	return strcmp(base, one) == 0 || strcmp(base, ranks) == 0;
+}
+
+static int load_entry(const struct scar_ckpt_entry *e, struct scar_state **s, struct scar_error *err)
+{
+	size_t len = strlen(e->path);
+
+	return len > 9 && strcmp(e->path + len - 9, ".manifest") == 0 ?
+		scar_dist_manifest_load(e->path, s, err) : scar_ckpt_load(e->path, s, err);
+}
+
+/*
+ * The saved view and the base of full recovery after a resume, as the run
+ * had them at the resumed state's iteration k: the newest full checkpoint
+ * the policy wrote at or before k, then its partial checkpoints after that
+ * up to k, in order. Newer checkpoints play no part; without a directory,
+ * or without a full checkpoint at or before k in it, both stay the resumed
+ * state.
+ */
 static int rebuild_saved_view(struct scar_train_ctx *c)
 {
 	struct scar_ckpt_entry *v = NULL;
-	size_t nv = 0, skipped = 0;
-	int rc, based = 0;
+	struct scar_state *s = NULL;
+	uint64_t k = c->st->iteration, it = c->saved->iteration;
+	size_t nv = 0, base = 0;
+	int rc, have = 0;
 
 	if (!c->o->ckpt_dir)
 		return 0;
 	/* Manifests too: one process may resume what P ranks wrote. */
-	rc = scar_dist_ckpt_list(c->o->ckpt_dir, &v, &nv, &skipped, c->err);
-	if (rc)
+	if ((rc = scar_dist_ckpt_list(c->o->ckpt_dir, &v, &nv, NULL, c->err)))
 		return rc;
-	for (size_t i = 0; i < nv && v[i].iteration <= c->st->iteration; i++) {
-		size_t len = strlen(v[i].path);
-		struct scar_state *s;
-
-		if (!based && v[i].partial)
-			continue;
-		rc = len > 9 && strcmp(v[i].path + len - 9, ".manifest") == 0 ?
-			scar_dist_manifest_load(v[i].path, &s, c->err) :
-			scar_ckpt_load(v[i].path, &s, c->err);
-		if (rc)
-			break;
-		if (!v[i].partial) {
-			/* A full one replaces the view outright. */
-			for (size_t k = 0; k < s->ntensors && k < c->saved->ntensors; k++)
-				if (is_param(s->tensors[k]) &&
-				    scar_tensor_same_layout(s->tensors[k], c->saved->tensors[k]))
-					memcpy(c->saved->tensors[k]->data, s->tensors[k]->data,
-					       scar_tensor_bytes(s->tensors[k]));
-			based = 1;
-		} else {
-			uint64_t it = c->saved->iteration;
-
-			rc = scar_ckpt_apply(c->saved, s, c->err);
-			c->saved->iteration = it;
+	for (size_t i = 0; i < nv && v[i].iteration <= k; i++)
+		if (!v[i].partial && policy_file(v[i].path, v[i].iteration)) {
+			base = i;
+			have = 1;
 		}
+	if (!have)
+		goto out;
+	if ((rc = load_entry(&v[base], &s, c->err)))
+		goto out;
+	if (strcmp(s->model, c->st->model) || s->shards != c->st->shards ||
+	    s->ntensors != c->st->ntensors) {
+		rc = scar_error_set_at(c->err, SCAR_EMISMATCH, v[base].path, -1, -1,
+				       "checkpoint '%s' is not of the resumed run (model, shards or tensors differ)",
+				       v[base].path);
+		goto out;
+	}
+	for (size_t t = 0; t < s->ntensors; t++)
+		if (strcmp(s->tensors[t]->name, c->st->tensors[t]->name) ||
+		    !scar_tensor_same_layout(s->tensors[t], c->st->tensors[t]) ||
+		    s->tensors[t]->role != c->st->tensors[t]->role) {
+			rc = scar_error_set_at(c->err, SCAR_EMISMATCH, v[base].path, -1, -1,
+					       "checkpoint '%s' tensor '%s' is not the resumed run's",
+					       v[base].path, s->tensors[t]->name);
+			goto out;
+		}
+	/* A full checkpoint replaces the view outright. */
+	for (size_t t = 0; t < s->ntensors; t++)
+		if (is_param(s->tensors[t]))
+			memcpy(c->saved->tensors[t]->data, s->tensors[t]->data,
+			       scar_tensor_bytes(s->tensors[t]));
+	/* Older than k: the run's last full checkpoint was it, not the resumed state. */
+	if (v[base].iteration < k) {
+		scar_state_free(c->last_full);
+		c->last_full = s;
+		s = NULL;
+	}
+	c->saved->iteration = v[base].iteration;
+	for (size_t i = base + 1; i < nv && v[i].iteration <= k; i++) {
+		if (!v[i].partial || !policy_file(v[i].path, v[i].iteration))
+			continue;
 		scar_state_free(s);
-		if (rc)
+		s = NULL;
+		if ((rc = load_entry(&v[i], &s, c->err)) ||
+		    (rc = scar_ckpt_apply(c->saved, s, c->err)))
 			break;
 	}
+out:
+	c->saved->iteration = it;
+	scar_state_free(s);
 	scar_ckpt_list_free(v, nv);
 	return rc;
 }
@@ -687,6 +747,16 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 		}
 		if (o->resume)
 			json_object_set_new(rec, "resume_iter", json_integer((json_int_t)c->clock));
+		if (o->resume && o->resume_info) {
+			const struct scar_train_resume_info *ri = o->resume_info;
+
+			json_object_set_new(rec, "resume_newest_iter",
+					    json_integer((json_int_t)ri->newest_iter));
+			json_object_set_new(rec, "resume_skipped_partial",
+					    json_integer((json_int_t)ri->newer_partial));
+			json_object_set_new(rec, "resume_skipped_damaged",
+					    json_integer((json_int_t)ri->damaged));
+		}
 		if (c->dist)
 			json_object_set_new(rec, "ranks", json_integer((json_int_t)c->P));
 	}

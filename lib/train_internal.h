@@ -23,10 +23,32 @@
 #define SCAR_STREAM_FAIL_SHARDS 2
 #define SCAR_STREAM_RANDOM_POLICY 3
 
-/* Rows of a tensor of `rows` rows one checkpoint writes: all for full, round(r * rows) in [1, rows] else. */
-uint64_t scar_train_policy_rows(const struct scar_train_opts *o, uint64_t rows);
-/* Iterations between checkpoints: C for full, round(r * C) >= 1 for partial policies. */
+/*
+ * The checkpoint schedule. A partial policy's fraction is r = 1/m with m
+ * dividing the interval C (scar_train_check_schedule): it checkpoints every
+ * C/m iterations, and its m checkpoints of each interval write each row of
+ * every parameter tensor once, as the one checkpoint of the full policy
+ * does, so both write the same rows in every interval, exactly.
+ */
+/* m: 1/r for a partial policy, 1 for the others. */
+uint64_t scar_train_policy_parts(const struct scar_train_opts *o);
+/*
+ * Rows of a tensor of `rows` rows the ncp-th checkpoint writes (all for
+ * full): floor((t+1) * rows / m) - floor(t * rows / m), t = ncp mod m, so
+ * counts differ by at most one and a tensor of fewer than m rows is absent
+ * from some checkpoints; *first (may be NULL) gets floor(t * rows / m), where
+ * round-robin's run of rows starts.
+ */
+uint64_t scar_train_policy_rows(const struct scar_train_opts *o, uint64_t rows, uint64_t ncp,
+				uint64_t *first);
+/* Iterations between checkpoints: C for full, C/m for partial policies. */
 uint64_t scar_train_policy_period(const struct scar_train_opts *o);
+/*
+ * SCAR_EINVAL, naming the nearest fractions that can, when a partial
+ * policy's fraction is not 1/m with m dividing the interval: no schedule of
+ * whole checkpoints would then write what full does in each interval.
+ */
+int scar_train_check_schedule(const struct scar_train_opts *o, struct scar_error *err);
 /* Nonzero when a failure strikes after clock `clock` (the list, or a seeded draw). */
 int scar_train_fails_at(const struct scar_train_opts *o, uint64_t clock);
 /* Mark in lost[0..S) the shards the failure at `clock` loses. SCAR_ENOMEM on allocation failure. */
@@ -128,7 +150,7 @@ void scar_train_ctx_init(struct scar_train_ctx *c, const struct scar_train_opts 
 double scar_train_now(void);
 /* Write rec (owned: released here) when this is rank 0 and there is a stream; NULL is SCAR_ENOMEM. */
 int scar_train_emit(struct scar_train_ctx *c, json_t *rec);
-/* Record the clock in s->extra, for an exact resume. */
+/* Record the clock and the checkpoint schedule in s->extra, for an exact resume. */
 int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s);
 /* The options' ranges and the model (def NULL: unknown model). */
 int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_model_def *def,

@@ -1,29 +1,111 @@
 /* train_schedule.c - checkpoint and failure schedules shared by both trainers (train_internal.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scar/rng.h"
 #include "train_internal.h"
 
-uint64_t scar_train_policy_rows(const struct scar_train_opts *o, uint64_t rows)
+static int is_partial(enum scar_policy p)
 {
-	uint64_t n;
+	return p == SCAR_POLICY_ROUND_ROBIN || p == SCAR_POLICY_RANDOM || p == SCAR_POLICY_PRIORITY;
+}
 
-	if (o->policy == SCAR_POLICY_FULL)
-		return rows;
-	n = (uint64_t)llround(o->fraction * (double)rows);
-	return n < 1 ? 1 : n > rows ? rows : n;
+/* m of a fraction r = 1/m, or 0 when r is not the inverse of a whole number. */
+static uint64_t inverse(double r)
+{
+	double m;
+
+	if (!(r > 0 && r <= 1))
+		return 0;
+	m = nearbyint(1.0 / r);
+	if (m < 1 || m > 1e15 || fabs(r * m - 1.0) > 1e-9)
+		return 0;
+	return (uint64_t)m;
+}
+
+uint64_t scar_train_policy_parts(const struct scar_train_opts *o)
+{
+	uint64_t m = is_partial(o->policy) ? inverse(o->fraction) : 1;
+
+	return m < 1 || m > o->interval ? 1 : m;
+}
+
+uint64_t scar_train_policy_rows(const struct scar_train_opts *o, uint64_t rows, uint64_t ncp,
+				uint64_t *first)
+{
+	uint64_t m = scar_train_policy_parts(o), t = ncp % m, lo, hi;
+
+	/*
+	 * The cycle's rows 0..rows split into m runs at floor(t * rows / m):
+	 * the m checkpoints of an interval write each of its rows once, rows
+	 * in all, whatever rows mod m is (rows < 2^32, m <= 10^8: no overflow).
+	 */
+	lo = t * rows / m;
+	hi = (t + 1) * rows / m;
+	if (first)
+		*first = lo;
+	return hi - lo;
 }
 
 uint64_t scar_train_policy_period(const struct scar_train_opts *o)
 {
-	uint64_t p;
+	return o->interval / scar_train_policy_parts(o);
+}
 
-	if (o->policy == SCAR_POLICY_FULL)
-		return o->interval;
-	p = (uint64_t)llround(o->fraction * (double)o->interval);
-	return p < 1 ? 1 : p;
+/* Divisors of c nearest 1/r from either side: lo >= 1/r (a smaller fraction), hi <= 1/r. */
+static void nearest_parts(uint64_t c, double r, uint64_t *lo, uint64_t *hi)
+{
+	double want = 1.0 / r;
+
+	*lo = 0;
+	*hi = 1;
+	for (uint64_t d = 1; d <= c / d; d++) {
+		uint64_t pair[2] = { d, c / d };
+
+		if (c % d)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			double v = (double)pair[k];
+
+			if (v >= want && (!*lo || pair[k] < *lo))
+				*lo = pair[k];
+			if (v <= want && pair[k] > *hi)
+				*hi = pair[k];
+		}
+	}
+}
+
+static void fraction_name(char *buf, size_t len, uint64_t m)
+{
+	if (m == 1)
+		snprintf(buf, len, "1");
+	else
+		snprintf(buf, len, "1/%llu", (unsigned long long)m);
+}
+
+int scar_train_check_schedule(const struct scar_train_opts *o, struct scar_error *err)
+{
+	uint64_t m, lo, hi;
+	char a[32], b[32];
+
+	if (!is_partial(o->policy))
+		return 0;
+	m = inverse(o->fraction);
+	if (m && o->interval % m == 0)
+		return 0;
+	nearest_parts(o->interval, o->fraction, &lo, &hi);
+	fraction_name(b, sizeof(b), hi);
+	if (lo && lo != hi) {
+		fraction_name(a, sizeof(a), lo);
+		return scar_error_set(err, SCAR_EINVAL,
+				      "checkpoint fraction %g cannot write the rows of a full checkpoint every %llu iterations (it must be 1/m with m dividing the interval); nearest that can: %s and %s",
+				      o->fraction, (unsigned long long)o->interval, a, b);
+	}
+	return scar_error_set(err, SCAR_EINVAL,
+			      "checkpoint fraction %g cannot write the rows of a full checkpoint every %llu iterations (it must be 1/m with m dividing the interval); nearest that can: %s",
+			      o->fraction, (unsigned long long)o->interval, b);
 }
 
 int scar_train_fails_at(const struct scar_train_opts *o, uint64_t clock)

@@ -10,9 +10,9 @@
  *              state is saved in full, so every row has one.
  *
  * Checkpoint I/O budget: `full` writes every row each `interval` iterations;
- * the partial policies write a `fraction` r of each parameter tensor's rows
- * every r * interval iterations (rounded to a whole number >= 1), so the
- * rows written per iteration are the same.
+ * the partial policies write a `fraction` r = 1/m of each parameter tensor's
+ * rows every interval/m iterations, m dividing the interval (other fractions
+ * are refused), so every interval writes the same rows under every policy.
  *
  * Determinism: the model owns its RNG in the state; the trainer's own random
  * choices (random policy rows, random failures and which shards they lose)
@@ -59,6 +59,30 @@ int scar_policy_parse(const char *name);	/* policy, or -1 */
 const char *scar_recovery_name(enum scar_recovery r);
 int scar_recovery_parse(const char *name);	/* strategy, or -1 */
 
+/*
+ * What a resume passed over to find its checkpoint (scar_train_resume_scan).
+ * A partial checkpoint holds only some parameter rows and no worker state
+ * (generator, data order, optimizer state), so no run continues exactly from
+ * it: a directory of a partial policy resumes from its newest full
+ * checkpoint, the iteration-0 one unless a full state was saved there later.
+ */
+struct scar_train_resume_info {
+	uint64_t iter;			/* state iteration of the checkpoint resumed from */
+	uint64_t newest_iter;		/* the newest checkpoint's in the directory (>= iter) */
+	size_t newer_partial;		/* partial checkpoints of later iterations, passed over */
+	uint64_t first_partial;		/* the oldest and newest of them, when there are any */
+	uint64_t last_partial;
+	size_t damaged;			/* damaged checkpoints the loader skipped */
+};
+
+/* The checkpoint schedule a state was saved under (scar_train_saved_schedule). */
+struct scar_train_schedule {
+	enum scar_policy policy;
+	uint64_t interval;
+	double fraction;
+	uint64_t fail_seed;		/* it also seeds the random policy's rows */
+};
+
 #define SCAR_TRAIN_MAX_FAILS 1024
 #define SCAR_TRAIN_MAX_LOSE 4096
 
@@ -72,6 +96,8 @@ struct scar_train_opts {
 
 	/* resuming: a checkpoint to continue from (borrowed; NULL = fresh) */
 	const struct scar_state *resume;
+	/* what was passed over to find it, for the header (borrowed; may be NULL) */
+	const struct scar_train_resume_info *resume_info;
 
 	/* checkpoints */
 	enum scar_policy policy;
@@ -140,6 +166,27 @@ int scar_train_run(const struct scar_train_opts *opts, struct scar_train_result 
  */
 json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
 					 struct scar_error *err);
+
+/*
+ * What the resume from path (as scar_train_load_resume's or
+ * scar_dist_load_resume's) of st passed over: in a directory, the
+ * checkpoints (files and manifests) newer than st, of which the partial
+ * ones are counted; damaged is the loader's count of skipped ones. A path
+ * that is not a directory passes over nothing. SCAR_EIO and the like when
+ * the directory cannot be listed.
+ */
+int scar_train_resume_scan(const char *path, const struct scar_state *st, size_t damaged,
+			   struct scar_train_resume_info *info, struct scar_error *err);
+
+/*
+ * The checkpoint schedule st was saved under: every checkpoint and final
+ * state the trainer writes records its policy, interval, fraction and
+ * failure seed in extra "schedule", so that a resume keeps them. Returns 1
+ * and fills *out when st says, 0 when it does not (a state of another tool
+ * or of an older scar), SCAR_EFORMAT when the record is malformed.
+ */
+int scar_train_saved_schedule(const struct scar_state *st, struct scar_train_schedule *out,
+			      struct scar_error *err);
 
 /*
  * Build a resumable state from a checkpoint path, a directory (its newest

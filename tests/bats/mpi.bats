@@ -243,7 +243,7 @@ RIDGE="--model ridge --shards 4 --no-timing -q --no-sync"
 
 @test "mpi: mlr on 2 and 4 ranks is bit-identical to one process" {
 	opts="--model mlr --shards 5 --no-timing -q --iters 8 --set d=37 --set classes=7 --set batch=100
-	      --set n=1234 --set init_scale=0.1 --policy priority --fraction 0.3 --fail-at 5 --lose-count 2 --cost"
+	      --set n=1234 --set init_scale=0.1 --policy priority --fraction 1/4 --fail-at 5 --lose-count 2 --cost"
 	bit_identical_on "2 4" $opts
 	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
 	grep -q '"final_heldout"' p4.jsonl
@@ -272,7 +272,7 @@ rollback_and_resume() {
 MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sync"
 
 @test "mpi: mf (ALS) on 1, 2 and 4 ranks is bit-identical to one process" {
-	opts="$MF --iters 12 --policy priority --fraction 0.3 --fail-at 5 --lose-count 2 --cost"
+	opts="$MF --iters 12 --policy priority --fraction 1/4 --fail-at 5 --lose-count 2 --cost"
 	bit_identical_on "1 2 4" $opts
 	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
 	[ "$(field failure ranks < p4.jsonl)" != "" ]
@@ -320,7 +320,7 @@ MF="--model mf --set users=200 --set items=150 --shards 5 --no-timing -q --no-sy
 MFS="--model mf --set solver=sgd --set users=200 --set items=150 --shards 5 --no-timing -q --no-sync"
 
 @test "mpi: mf SGD (DSGD, workers=4) on 1, 2, 3, 4 ranks is bit-identical to one process" {
-	opts="$MFS --set workers=4 --iters 8 --policy priority --fraction 0.3 --fail-at 4 --lose-count 2 --cost"
+	opts="$MFS --set workers=4 --iters 8 --policy priority --fraction 1/4 --fail-at 4 --lose-count 2 --cost"
 	bit_identical_on "1 2 3 4" $opts
 	[ "$(field cost cost < one.jsonl)" = "$(field cost cost < p4.jsonl)" ]
 	grep -q '"type":"recovery"' p4.jsonl
@@ -374,7 +374,7 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 
 @test "mpi: lda (AD-LDA, workers=4 and the sequential workers=1) is bit-identical on 2, 3, 4 ranks" {
 	for w in 1 4; do
-		opts="$LDA --set workers=$w --iters 6 --policy priority --fraction 0.3 --fail-at 3 --lose-count 2 --cost"
+		opts="$LDA --set workers=$w --iters 6 --policy priority --fraction 1/4 --fail-at 3 --lose-count 2 --cost"
 		bit_identical_on "2 3 4" $opts
 	done
 	# Integer count tensors have step norms (not 0).

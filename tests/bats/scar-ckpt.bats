@@ -600,7 +600,7 @@ PY
 	done
 	# Scattered rows (a random partial checkpoint) are a bitmap, format 1.1.
 	mkdir r
-	scar-train -m ridge --set n=50 --set d=64 -n 1 --policy random --interval 1 --no-timing -q \
+	scar-train -m ridge --set n=50 --set d=64 -n 1 --policy random --interval 4 --no-timing -q \
 		--shards 4 --checkpoint-dir r > /dev/null
 	[ "$(od -An -tu2 -j10 -N2 r/ckpt-0000000001.ckpt | tr -d ' ')" = 1 ]
 	scar-ckpt info r/ckpt-0000000001.ckpt | grep -qx 'version: *1\.1'
