@@ -156,3 +156,12 @@ EOF
 	# They differ (exit 1, as cmp(1)).
 	run -1 scar-diff -q l10.ckpt small.ckpt
 }
+
+@test "cost: examples/perturbation-cost.sh: an unchanged state costs exactly 0 in every trial" {
+	run -0 sh "$SCAR_ROOT/examples/perturbation-cost.sh" -t 3 -o "$BATS_TEST_TMPDIR" \
+		-r "0 1e-2" -m ridge -n 12
+	# rel 0: 3 trials, all 3 exactly 0; rel 1e-2: none is 0.
+	[[ "$output" == *$'\n0\t3\t3\t0\t0.0000\t0.0000\t0.0000\t0.0000\t0'* ]]
+	[[ "$output" == *$'\n1e-2\t3\t0\t0.01\t'* ]]
+	[ "$(grep -vc '^#' "$BATS_TEST_TMPDIR/perturbation-cost.tsv")" = 6 ]
+}
