@@ -1117,7 +1117,7 @@ static int mf_setup(struct dt *t)
 
 /*
  * One AD-LDA sweep as lib/model_lda.c does it with "workers" W blocks of
- * documents: every rank prepares the counts and draws the sweep's seed (the
+ * documents: every rank prepares the counts and computes the sweep's key (the
  * same replicated state, so the same values); rank R samples the blocks
  * [lo(R), lo(R+1)) of W by the partition rule, each against the counts of
  * the start of the sweep; the assignments z of every rank's documents are

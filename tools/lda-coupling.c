@@ -14,7 +14,9 @@
  * rounding to integers keeps the norm; the counts are i32, so the norm of
  * what remains after rounding is printed (1e-6 rounds to nothing on the
  * spam corpus). A last chain has a single count moved by one (the smallest
- * non-zero perturbation). Every chain then
+ * non-zero perturbation), and one more, unperturbed but drawing the numbers
+ * of other sweeps (its iteration shifted by 10^6: uncoupled, the baseline
+ * of two independent chains from the same state). Every chain then
  * runs 20 sweeps with the same keyed draws; printed is the fraction of the
  * token assignments z that differ from the reference after 1, 5, 10 and 20
  * sweeps (mean over DIRECTIONS random directions, default 3), and whether
@@ -169,7 +171,7 @@ static void perturb(struct scar_state *st, double eps, int dir, double *l2, uint
 int main(int argc, char **argv)
 {
 	static const char *const samplers[] = { "cdf", "race" };
-	static const double epss[] = { 0, 1e-6, 1e-3, 1e-1, -1 };
+	static const double epss[] = { 0, 1e-6, 1e-3, 1e-1, -1, -2 };
 	const struct scar_model_def *def = scar_model_find("lda");
 	long topics = argc > 2 ? atol(argv[2]) : 10, at = argc > 3 ? atol(argv[3]) : 20;
 	int ndir = argc > 4 ? atoi(argv[4]) : 3;
@@ -227,7 +229,13 @@ int main(int argc, char **argv)
 
 				if (scar_state_clone(&p, st, &err))
 					die("clone", &err);
-				perturb(p, epss[e], epss[e] < 0 ? -1 : d, &l2d, &nnzd);
+				if (epss[e] == -2) {
+					p->iteration += 1000000;
+					l2d = 0;
+					nnzd = 0;
+				} else {
+					perturb(p, epss[e], epss[e] < 0 ? -1 : d, &l2d, &nnzd);
+				}
 				l2 += l2d / nd;
 				nnz += nnzd;
 				for (int k = 1, j = 0; k <= AFTER; k++) {
@@ -238,7 +246,9 @@ int main(int argc, char **argv)
 				same &= same_state(p, ref[AFTER]);
 				scar_state_free(p);
 			}
-			if (epss[e] < 0)
+			if (epss[e] == -2)
+				snprintf(label, sizeof(label), "uncoupled");
+			else if (epss[e] < 0)
 				snprintf(label, sizeof(label), "1 count");
 			else
 				snprintf(label, sizeof(label), "%g", epss[e]);
