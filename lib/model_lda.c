@@ -28,8 +28,9 @@
  * unperturbed reference at every (sweep, token). How a token's topic is
  * drawn from its numbers (config "sampler") decides how long the two chains
  * stay together:
- *   race  (default) the exponential race: topic = the smallest k minimizing
- *         E_k / w_k, with E_k = -log U_k and U_k = (x_k >> 8 + 1) 2^-24 from
+ *   race  (default) the exponential race: topic = the k minimizing E_k / w_k
+ *         (compared as E_k w_j < E_j w_k, see pick_race), with
+ *         E_k = -log U_k and U_k = (x_k >> 8 + 1) 2^-24 from
  *         the 32-bit value x_k = scar_rng_key_u32(token key, k). The E_k
  *         are independent Exp(1), so P(topic = k) = w_k / sum w (an exact
  *         sampler, up to the 24-bit U_k), and a change of one weight w_j
@@ -412,22 +413,23 @@ static ALWAYS_INLINE void neglog8(v8f *pu)
 
 /*
  * The exponential race over the weights p[0, 8 nb) (padding lanes weigh 0
- * and never win): the smallest k minimizing E_k / p_k.
+ * and never win): the k minimizing E_k / p_k, compared without a division
+ * as E_k p_j < E_j p_k (float products): per lane over the blocks in
+ * order, then over the lanes in order, a tie going to the smaller topic.
  */
 static ALWAYS_INLINE uint32_t pick_race(const float *p, uint32_t nb, uint64_t key)
 {
 	const v8u lane0 = { 0, 1, 2, 3, 4, 5, 6, 7 };
-	const v8f inf = { INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY,
-			  INFINITY };
+	const v8f one = { 1, 1, 1, 1, 1, 1, 1, 1 };
 	v8u lo = lane0 * 0 + (uint32_t)key, hi = lane0 * 0 + (uint32_t)(key >> 32);
-	v8f best = inf;
+	v8f be = one, bw = { 0 };	/* the lane's leader so far: E, w (start: ratio infinite) */
 	v8i bidx = { 0 };
 	uint32_t nt;
-	float bv;
+	float e, w;
 
 	for (uint32_t b = 0; b < nb; b++) {
 		v8u lane = lane0 + 8 * b, x = lo ^ (lane * 0x9e3779b9U);
-		v8f r;
+		v8f r, pw = *(const v8f *)(p + 8 * b);
 		v8i lt;
 
 		mix32v(&x);
@@ -435,19 +437,23 @@ static ALWAYS_INLINE uint32_t pick_race(const float *p, uint32_t nb, uint64_t ke
 		mix32v(&x);
 		r = __builtin_convertvector((v8i)((x >> 8) + 1), v8f) * 0x1p-24f;
 		neglog8(&r);
-		r /= *(const v8f *)(p + 8 * b);
-		lt = r < best;
-
-		best = (v8f)(((v8i)r & lt) | ((v8i)best & ~lt));
+		lt = r * bw < be * pw;
+		be = (v8f)(((v8i)r & lt) | ((v8i)be & ~lt));
+		bw = (v8f)(((v8i)pw & lt) | ((v8i)bw & ~lt));
 		bidx = ((v8i)lane & lt) | (bidx & ~lt);
 	}
 	nt = (uint32_t)bidx[0];
-	bv = best[0];
-	for (int j = 1; j < 8; j++)
-		if (best[j] < bv || (best[j] == bv && (uint32_t)bidx[j] < nt)) {
-			bv = best[j];
+	e = be[0];
+	w = bw[0];
+	for (int j = 1; j < 8; j++) {
+		float l = be[j] * w, r = e * bw[j];
+
+		if (l < r || (l == r && (uint32_t)bidx[j] < nt)) {
+			e = be[j];
+			w = bw[j];
 			nt = (uint32_t)bidx[j];
 		}
+	}
 	return nt;
 }
 
