@@ -597,22 +597,17 @@ static int mlr_step(struct dt *t)
 	uint64_t epoch, d = t->md;
 	uint32_t k = t->mk, *order;
 	float lr, decay, *w = wt->data;
-	struct scar_rng r;
-	int rc, own = t->cnt[t->c.R], *rc2 = t->cnt + t->c.P, *rd2 = t->displ + t->c.P;
+	int own = t->cnt[t->c.R], *rc2 = t->cnt + t->c.P, *rd2 = t->displ + t->c.P;
 
 	if (!ord || !ep || ord->dtype != SCAR_U32 || scar_tensor_elems(ord) != t->mn ||
 	    ep->dtype != SCAR_U64 || scar_tensor_elems(ep) != 1)
 		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mlr: unexpected state layout");
-	if ((rc = mu_rng_get(t->c.st, &r, t->c.err)))
-		return rc;
 	order = ord->data;
-	for (uint64_t i = 0; i < t->mn; i++)
-		if (order[i] >= t->mn)
-			return scar_error_set(t->c.err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
 	epoch = *(uint64_t *)ep->data;
 	lr = (float)(t->lr0 / (1 + t->lr_decay * (double)epoch));
 	decay = (float)(1 - (double)lr * t->l2);
-	scar_rng_shuffle_u32(&r, order, t->mn);
+	mu_keyed_order(order, t->mn, mu_state_seed(t->c.st, 1), SCAR_MLR_ORDER_STREAM,
+		       t->c.st->iteration);
 	for (uint32_t q = 0; q < t->c.P; q++) {
 		rc2[q] = t->cnt[q] * (int)k;
 		rd2[q] = t->displ[q] * (int)k;
@@ -680,7 +675,6 @@ static int mlr_step(struct dt *t)
 		if (!isfinite(w[i]))
 			return scar_error_set(t->c.err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
 	*(uint64_t *)ep->data = epoch + 1;
-	mu_rng_put(t->c.st, &r);
 	return 0;
 }
 
@@ -1125,7 +1119,7 @@ static int mf_setup(struct dt *t)
 
 /*
  * One AD-LDA sweep as lib/model_lda.c does it with "workers" W blocks of
- * documents: every rank prepares the counts and draws the sweep's seed (the
+ * documents: every rank prepares the counts and computes the sweep's key (the
  * same replicated state, so the same values); rank R samples the blocks
  * [lo(R), lo(R+1)) of W by the partition rule, each against the counts of
  * the start of the sweep; the assignments z of every rank's documents are

@@ -16,10 +16,35 @@
  * a sweep (config "resync", default "sweep") the servers rebuild their
  * counts from the workers' assignments, the bulk-synchronous exchange of
  * AD-LDA, so a restored row's stale counts steer one sweep and are then
- * corrected; with "none" the offset persists. The draw
- * computes the K weights in SIMD blocks of 8 with per-block sums, then
- * finds the block and the topic by a cumulative scan; 1 / (n_k + V beta)
- * is cached per topic.
+ * corrected; with "none" the offset persists. The draw computes the K
+ * weights w_k in SIMD blocks of 8; 1 / (n_k + V beta) is cached per topic.
+ *
+ * Coupled draws. Every random number of a sweep is a keyed draw (scar/rng.h)
+ * of (seed, sweep, token), the sweep being the state's iteration and the
+ * token its index in the training corpus: a pure function of the key, not
+ * of a stream's position, so the numbers do not depend on the order the
+ * tokens are visited in, on the AD-LDA blocks or on the MPI ranks, and a
+ * run whose counts were perturbed at sweep T draws the same numbers as its
+ * unperturbed reference at every (sweep, token). How a token's topic is
+ * drawn from its numbers (config "sampler") decides how long the two chains
+ * stay together:
+ *   race  (default) the exponential race: topic = the k minimizing E_k / w_k
+ *         (compared as E_k w_j < E_j w_k, see pick_race), with
+ *         E_k = -log U_k and U_k = (x_k >> 8 + 1) 2^-24 from
+ *         the 32-bit value x_k = scar_rng_key_u32(token key, k). The E_k
+ *         are independent Exp(1), so P(topic = k) = w_k / sum w (an exact
+ *         sampler, up to the 24-bit U_k), and a change of one weight w_j
+ *         changes the draw only when it reorders j against the winner: the
+ *         other topics keep their E_k. -log is a SIMD float logarithm
+ *         accurate to about an ulp (tests/unit/test-models checks every
+ *         U_k against the correctly rounded value).
+ *   cdf   inverse CDF: one uniform u = scar_rng_key_uniform(token key) per
+ *         token, the topic whose cumulative weight interval holds u sum w
+ *         (per-block sums, then a scan). Exact too, but a poor coupling: a
+ *         change of any weight moves every later boundary (and the total),
+ *         so a perturbed chain takes different topics at many more tokens.
+ * The two samplers give different (equally valid) chains. tools/lda-coupling
+ * measures how many assignments a perturbation changes with each.
  *
  * Objective ("loglik_per_token", higher is better): the mean over training
  * tokens of log sum_k theta_dk phi_kw with the point estimates
@@ -36,10 +61,12 @@
  * "topic_totals" i32 [K] (one row per topic, n_k, held by the servers;
  * rebuilt from word_topic at each sweep, so losing it alone costs
  * nothing); state "z" u32 [training tokens] (assignments),
- * "doc_topic" i32 [training docs, K], "rng" u64 [6].
+ * "doc_topic" i32 [training docs, K], "rng" u64 [6] (the generator state
+ * after the initial assignments: earlier versions continued it in the
+ * sweeps; kept, never advanced, so checkpoints keep their layout).
  *
  * Configuration keys (type, default: meaning):
- *   seed            integer, 1: the sampler RNG (initial assignments, draws)
+ *   seed            integer, 1: the initial assignments and the keyed draws
  *   data_seed       integer, = seed: the synthetic corpus and the held-out split
  *   data            string, absent: a UCI bag-of-words docword.*.txt file;
  *                   absent = a synthetic corpus with planted topics
@@ -60,12 +87,14 @@
  *   resync          string, "sweep": "sweep" rebuilds the server counts from
  *                   the assignments after every sweep (see resync_counts);
  *                   "none" keeps purely incremental counts
+ *   sampler         string, "race": how a token's topic is drawn from its
+ *                   keyed numbers, "race" or "cdf" (see above)
  *   workers         integer, 1: W. With W > 1 a sweep is AD-LDA's over W
  *                   workers: the training documents in W contiguous blocks
  *                   (scar_dist_part_lo), each block sampled against the
  *                   counts of the start of the sweep plus its own changes,
- *                   with its own RNG stream (seeded by one 64-bit draw of
- *                   the state RNG per sweep and the block number), then the
+ *                   with the same keyed draws as W = 1 (a token's numbers
+ *                   do not depend on its block), then the
  *                   counts rebuilt from the assignments (needs resync
  *                   "sweep"). The blocks are independent, so the MPI
  *                   trainer samples them on different ranks and gets the
@@ -85,6 +114,7 @@
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef int32_t v8iu __attribute__((vector_size(32), aligned(4)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
 
 #if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
@@ -109,6 +139,7 @@ struct scar_model {
 	uint64_t seed;
 	int heldout_sweeps;
 	int resync;		/* rebuild the server counts from z after each sweep */
+	int sampler;		/* SAMPLER_RACE or SAMPLER_CDF */
 	uint32_t workers;	/* AD-LDA blocks of documents per sweep (1: sequential) */
 	int32_t *bwk, *bk;	/* workers > 1: a block's copy of the counts, V K and K */
 	/* Sweep scratch, kpad floats each. */
@@ -118,10 +149,12 @@ struct scar_model {
 static const char *const lda_keys[] = {
 	"seed", "data_seed", "data", "vocab", "docs", "words", "doc_len", "synth_topics",
 	"synth_alpha", "synth_beta", "topics", "alpha", "beta", "heldout_frac", "heldout_sweeps",
-	"resync", "workers", NULL
+	"resync", "workers", "sampler", NULL
 };
 
 static const char *const resync_choices[] = { "sweep", "none", NULL };
+/* In the order of SCAR_LDA_SAMPLER_*. */
+static const char *const sampler_choices[] = { "race", "cdf", NULL };
 
 /* The generator's keys: with real data they are refused and get no default. */
 static const char *const lda_synth_keys[] = {
@@ -149,6 +182,7 @@ static int lda_configure(json_t *cfg, struct scar_error *err)
 	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 1e-6, 0.9, err)) ||
 	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)) ||
 	    (rc = mu_cfg_str(cfg, "resync", "sweep", resync_choices, err)) ||
+	    (rc = mu_cfg_str(cfg, "sampler", "race", sampler_choices, err)) ||
 	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 65536, err)))
 		return rc;
 	mu_cfg_drop_synthetic(cfg, lda_synth_keys, real);
@@ -248,6 +282,8 @@ static int lda_create(struct scar_model **out, const json_t *cfg, struct scar_er
 	m->seed = (uint64_t)mu_get_int(cfg, "seed");
 	m->heldout_sweeps = (int)mu_get_int(cfg, "heldout_sweeps");
 	m->resync = strcmp(mu_get_str(cfg, "resync"), "sweep") == 0;
+	m->sampler = strcmp(mu_get_str(cfg, "sampler"), "cdf") == 0 ? SCAR_LDA_SAMPLER_CDF :
+		     SCAR_LDA_SAMPLER_RACE;
 	m->workers = (uint32_t)mu_get_int(cfg, "workers");
 	if (split_docs(m, c, mu_get_real(cfg, "heldout_frac"), seed)) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
@@ -315,7 +351,7 @@ static int lda_init_state(struct scar_model *m, struct scar_state *st, struct sc
 			((int32_t *)tt->data)[z]++;
 		}
 	}
-	/* The draws above come from the stream the sweeps continue. */
+	/* Kept for the checkpoint layout of earlier versions (the sweeps use keyed draws). */
 	if ((rc = mu_add(st, "rng", SCAR_U64, SCAR_ROLE_STATE, 1, SCAR_RNG_WORDS, 0, &zt, err)))
 		return rc;
 	scar_rng_save(&r, zt->data);
@@ -338,12 +374,127 @@ struct sweep {
 	const struct scar_model *m;
 	int32_t *nwk, *nk;
 	float *inv, *dka, *p, *bsum;
+	uint64_t key;		/* the sweep's key: a token's is scar_rng_key_sub(key, token) */
 };
 
-/* Resample every token of one document. */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* Vectors are passed by pointer: by value would change the ABI between the clones. */
+static ALWAYS_INLINE void mix32v(v8u *px)
+{
+	v8u x = *px;
+
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	*px = x ^ (x >> 16);
+}
+
+/*
+ * -log u for u in [2^-24, 1] (the race's U_k), in float: u = 2^e m with m
+ * in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = f / (2 + f), f = m - 1
+ * (exact), by its series to s^9 (truncation below 1e-9), arranged as
+ * f - (f^2/2 - s (f^2/2 + R)) so the leading term is exact; e log 2 with
+ * log 2 split in a short high part (e ln2_hi exact) and a low part.
+ */
+static ALWAYS_INLINE void neglog8(v8f *pu)
+{
+	v8i bits = (v8i)*pu, e, big;
+	v8f m, f, s, z, r, hf, ef;
+
+	e = ((bits >> 23) & 0xff) - 127;
+	bits = (bits & 0x007fffff) | 0x3f800000;	/* m in [1, 2) */
+	m = (v8f)bits;
+	big = m > 1.41421356f;
+	bits -= big & 0x00800000;			/* m / 2, exactly */
+	e -= big;					/* big is -1 where true */
+	m = (v8f)bits;
+	f = m - 1.0f;
+	s = f / (2.0f + f);
+	z = s * s;
+	r = z * (0.66666667f + z * (0.4f + z * (0.28571429f + z * 0.22222222f)));
+	hf = 0.5f * f * f;
+	ef = __builtin_convertvector(e, v8f);
+	/* ln2_hi = 0x1.62e4p-1 has 17 bits, so e ln2_hi is exact for |e| < 128. */
+	*pu = -(ef * 0x1.62e4p-1f + ((f - (hf - s * (hf + r))) + ef * 0x1.7f7d1cp-20f));
+}
+
+/*
+ * The exponential race over the weights p[0, 8 nb) (padding lanes weigh 0
+ * and never win): the k minimizing E_k / p_k, compared without a division
+ * as E_k p_j < E_j p_k (float products): per lane over the blocks in
+ * order, then over the lanes in order, a tie going to the smaller topic.
+ */
+static ALWAYS_INLINE uint32_t pick_race(const float *p, uint32_t nb, uint64_t key)
+{
+	const v8u lane0 = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	const v8f one = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	v8u lo = lane0 * 0 + (uint32_t)key, hi = lane0 * 0 + (uint32_t)(key >> 32);
+	v8f be = one, bw = { 0 };	/* the lane's leader so far: E, w (start: ratio infinite) */
+	v8i bidx = { 0 };
+	uint32_t nt;
+	float e, w;
+
+	for (uint32_t b = 0; b < nb; b++) {
+		v8u lane = lane0 + 8 * b, x = lo ^ (lane * 0x9e3779b9U);
+		v8f r, pw = *(const v8f *)(p + 8 * b);
+		v8i lt;
+
+		mix32v(&x);
+		x ^= hi;
+		mix32v(&x);
+		r = __builtin_convertvector((v8i)((x >> 8) + 1), v8f) * 0x1p-24f;
+		neglog8(&r);
+		lt = r * bw < be * pw;
+		be = (v8f)(((v8i)r & lt) | ((v8i)be & ~lt));
+		bw = (v8f)(((v8i)pw & lt) | ((v8i)bw & ~lt));
+		bidx = ((v8i)lane & lt) | (bidx & ~lt);
+	}
+	nt = (uint32_t)bidx[0];
+	e = be[0];
+	w = bw[0];
+	for (int j = 1; j < 8; j++) {
+		float l = be[j] * w, r = e * bw[j];
+
+		if (l < r || (l == r && (uint32_t)bidx[j] < nt)) {
+			e = be[j];
+			w = bw[j];
+			nt = (uint32_t)bidx[j];
+		}
+	}
+	return nt;
+}
+
+/*
+ * Inverse CDF: the topic whose interval of the cumulative weights holds
+ * u * total, by block sums bsum[0, nbs) and then within the block; rounding
+ * can leave u past the end: take the last topic.
+ */
+static ALWAYS_INLINE uint32_t pick_cdf(const float *p, const float *bsum, uint32_t nbs,
+				       uint32_t k, uint64_t key)
+{
+	float total = 0, u;
+	uint32_t b, nt, end;
+
+	for (b = 0; b < nbs; b++)
+		total += bsum[b];
+	u = (float)scar_rng_key_uniform(key) * total;
+	for (b = 0; b + 1 < nbs && u >= bsum[b]; b++)
+		u -= bsum[b];
+	nt = 8 * b;
+	end = 8 * b + 8 < k ? 8 * b + 8 : k;
+	while (nt + 1 < end && u >= p[nt]) {
+		u -= p[nt];
+		nt++;
+	}
+	return nt;
+}
+
+/* Resample every token of one document; its first token is training token t0. */
 KERNEL
 static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z, uint64_t len,
-		       int32_t *nd, struct scar_rng *r)
+		       int32_t *nd, uint64_t t0)
 {
 	const struct scar_model *m = s->m;
 	uint32_t k = m->k, k8 = k & ~7u, nb = k8 / 8;
@@ -351,13 +502,14 @@ static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z
 	float *inv = s->inv, *dka = s->dka, *p = s->p, *bsum = s->bsum;
 	const v8f bv = { beta, beta, beta, beta, beta, beta, beta, beta };
 	const v8i zero = { 0 };
+	int race = m->sampler == SCAR_LDA_SAMPLER_RACE;
 
 	for (uint32_t t = 0; t < k; t++)
 		dka[t] = clamp0(nd[t]) + alpha;
 	for (uint64_t i = 0; i < len; i++) {
 		uint32_t old = z[i], nt;
 		int32_t *nw = s->nwk + (uint64_t)words[i] * k;
-		float total = 0, u;
+		uint64_t key = scar_rng_key_sub(s->key, t0 + i);
 		uint32_t b;
 
 		/* The next token's word row is a random one of V: start fetching it now. */
@@ -381,7 +533,8 @@ static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z
 			w = (__builtin_convertvector(c, v8f) + bv) * *(const v8f *)(dka + 8 * b) *
 			    *(const v8f *)(inv + 8 * b);
 			*(v8f *)(p + 8 * b) = w;
-			bsum[b] = hsum(&w);
+			if (!race)
+				bsum[b] = hsum(&w);
 		}
 		if (k8 < k) {
 			float tail = 0;
@@ -390,21 +543,10 @@ static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z
 				tail += (p[t] = (clamp0(nw[t]) + beta) * dka[t] * inv[t]);
 			bsum[nb] = tail;
 		}
-		for (b = 0; b < nb + (k8 < k); b++)
-			total += bsum[b];
-		u = (float)scar_rng_uniform(r) * total;
-		/* Find the block, then the topic; rounding can leave u past the end: take the last. */
-		for (b = 0; b + 1 < nb + (k8 < k) && u >= bsum[b]; b++)
-			u -= bsum[b];
-		nt = 8 * b;
-		{
-			uint32_t end = 8 * b + 8 < k ? 8 * b + 8 : k;
-
-			while (nt + 1 < end && u >= p[nt]) {
-				u -= p[nt];
-				nt++;
-			}
-		}
+		if (race)
+			nt = pick_race(p, nb + (k8 < k), key);
+		else
+			nt = pick_cdf(p, bsum, nb + (k8 < k), k, key);
 		z[i] = nt;
 		nd[nt]++;
 		nw[nt]++;
@@ -412,6 +554,42 @@ static void sample_doc(const struct sweep *s, const uint32_t *words, uint32_t *z
 		dka[nt] = clamp0(nd[nt]) + alpha;
 		inv[nt] = 1.0f / (clamp0(s->nk[nt]) + vbeta);
 	}
+}
+
+void scar_lda_neglog(const float *u, float *out, size_t n)
+{
+	for (size_t i = 0; i + 8 <= n; i += 8) {
+		v8f x;
+
+		memcpy(&x, u + i, sizeof(x));
+		neglog8(&x);
+		memcpy(out + i, &x, sizeof(x));
+	}
+}
+
+uint32_t scar_lda_draw(int sampler, const float *w, uint32_t k, uint64_t key)
+{
+	uint32_t kpad = (k + 7) & ~7u, nbs = kpad / 8, nt;
+	float *p = aligned_alloc(32, kpad * sizeof(float)), bsum[8192];
+
+	if (!p || nbs > 8192) {
+		free(p);
+		return UINT32_MAX;
+	}
+	memset(p, 0, kpad * sizeof(float));
+	memcpy(p, w, k * sizeof(float));
+	for (uint32_t b = 0; b < nbs; b++) {
+		bsum[b] = 0;
+		if (8 * b + 8 <= k)
+			bsum[b] = hsum((const v8f *)(p + 8 * b));
+		else
+			for (uint32_t t = 8 * b; t < k; t++)
+				bsum[b] += p[t];
+	}
+	nt = sampler == SCAR_LDA_SAMPLER_RACE ? pick_race(p, nbs, key) :
+		pick_cdf(p, bsum, nbs, k, key);
+	free(p);
+	return nt;
 }
 
 struct lda_view {
@@ -484,9 +662,12 @@ static int prepare(struct scar_model *m, struct lda_view *v, struct scar_error *
 	return 0;
 }
 
-/* Sample documents [d0, d1) against the counts nwk, nk (changed as it goes). */
+/*
+ * Sample documents [d0, d1) against the counts nwk, nk (changed as it
+ * goes), with the keyed draws of the sweep key.
+ */
 static void sample_docs(struct scar_model *m, struct lda_view *v, int32_t *nwk, int32_t *nk,
-			uint64_t d0, uint64_t d1, struct scar_rng *r)
+			uint64_t d0, uint64_t d1, uint64_t key)
 {
 	uint32_t *z = v->zt->data;
 	struct sweep s;
@@ -498,31 +679,36 @@ static void sample_docs(struct scar_model *m, struct lda_view *v, int32_t *nwk, 
 	s.dka = m->dka;
 	s.p = m->p;
 	s.bsum = m->bsum;
-	/* Padding lanes get weight 0: inv = 0 there. */
+	s.key = key;
+	/* Padding lanes get weight 0: inv = 0 and p = 0 there. */
 	memset(m->inv, 0, m->kpad * sizeof(float));
 	memset(m->dka, 0, m->kpad * sizeof(float));
+	memset(m->p, 0, m->kpad * sizeof(float));
 	for (uint32_t t = 0; t < m->k; t++)
 		m->inv[t] = 1.0f / (clamp0(nk[t]) + m->vbeta);
 	for (uint64_t d = d0; d < d1; d++) {
 		uint64_t lo = m->train.start[d];
 
 		sample_doc(&s, m->train.words + lo, z + lo, m->train.start[d + 1] - lo,
-			   (int32_t *)v->dt->data + d * m->k, r);
+			   (int32_t *)v->dt->data + d * m->k, lo);
 	}
+}
+
+/* The key of the sweep that starts at the state's iteration. */
+static uint64_t sweep_key(const struct scar_model *m, const struct scar_state *st)
+{
+	return scar_rng_key_sub(scar_rng_key(m->seed, SCAR_LDA_GIBBS_STREAM), st->iteration);
 }
 
 int scar_lda_sweep_begin(struct scar_model *m, struct scar_state *st, uint64_t *seed,
 			 struct scar_error *err)
 {
 	struct lda_view v;
-	struct scar_rng r;
 	int rc;
 
-	if ((rc = get_view(m, st, &v, err)) || (rc = mu_rng_get(st, &r, err)) ||
-	    (rc = prepare(m, &v, err)))
+	if ((rc = get_view(m, st, &v, err)) || (rc = prepare(m, &v, err)))
 		return rc;
-	*seed = scar_rng_u64(&r);
-	mu_rng_put(st, &r);
+	*seed = sweep_key(m, st);
 	return 0;
 }
 
@@ -530,16 +716,14 @@ int scar_lda_sample_block(struct scar_model *m, struct scar_state *st, uint32_t 
 			  uint64_t seed, struct scar_error *err)
 {
 	struct lda_view v;
-	struct scar_rng r;
 	int rc;
 
 	if ((rc = get_view(m, st, &v, err)))
 		return rc;
 	memcpy(m->bwk, v.wt->data, m->vocab * m->k * sizeof(*m->bwk));
 	memcpy(m->bk, v.tt->data, m->k * sizeof(*m->bk));
-	scar_rng_seed_stream(&r, seed, b);
 	sample_docs(m, &v, m->bwk, m->bk, scar_dist_part_lo(m->train.n, b, m->workers),
-		    scar_dist_part_lo(m->train.n, b + 1, m->workers), &r);
+		    scar_dist_part_lo(m->train.n, b + 1, m->workers), seed);
 	return 0;
 }
 
@@ -565,7 +749,6 @@ void scar_lda_info(const struct scar_model *m, struct scar_lda_info *out)
 static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct lda_view v;
-	struct scar_rng r;
 	uint64_t seed;
 	int rc;
 
@@ -577,13 +760,11 @@ static int lda_step(struct scar_model *m, struct scar_state *st, struct scar_err
 				return rc;
 		return scar_lda_sweep_end(m, st, err);
 	}
-	if ((rc = get_view(m, st, &v, err)) || (rc = mu_rng_get(st, &r, err)) ||
-	    (rc = prepare(m, &v, err)))
+	if ((rc = get_view(m, st, &v, err)) || (rc = prepare(m, &v, err)))
 		return rc;
-	sample_docs(m, &v, v.wt->data, v.tt->data, 0, m->train.n, &r);
+	sample_docs(m, &v, v.wt->data, v.tt->data, 0, m->train.n, sweep_key(m, st));
 	if (m->resync)
 		resync_counts(m, v.zt->data, v.wt->data, v.tt->data, v.dt->data);
-	mu_rng_put(st, &r);
 	return 0;
 }
 

@@ -15,7 +15,9 @@
  *        item's (q_i, b_i) given the users, then mu given both. Each block
  *        update is exact, so L never increases.
  *   sgd  one epoch of stochastic gradient descent over the training
- *        ratings in an order shuffled by the worker RNG, with the
+ *        ratings in an order that is a function of (seed, iteration)
+ *        alone (a keyed draw, scar/rng.h, so a perturbed run and its
+ *        reference visit the ratings in the same order), with the
  *        per-rating share of the penalty (lambda for "count", lambda / w
  *        for "none"); mu stays at the training mean. With "workers"
  *        W > 1 the epoch is DSGD's (stratified SGD, Gemulla et al., KDD
@@ -35,8 +37,10 @@
  *
  * State: params "user_factors" f32 [users, rank], "item_factors" f32
  * [items, rank], "user_bias" f32 [users], "item_bias" f32 [items],
- * "global_mean" f64 [1]; with sgd also state "rng" u64 [6] and "order" u32
- * [n_train] (the last epoch's order, shuffled again each epoch).
+ * "global_mean" f64 [1]; with sgd also state "rng" u64 [6] (the seeded
+ * generator of earlier versions, which shuffled the order from it; kept,
+ * never advanced, so checkpoints keep their layout) and "order" u32
+ * [n_train] (the last epoch's order).
  *
  * Configuration keys (type, default: meaning):
  *   seed          integer, 1: initial factors and (sgd) the data order
@@ -467,20 +471,15 @@ static inline void sgd_rating(const struct scar_model *m, struct mf_params *x, u
 int scar_mf_sgd_begin(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct scar_tensor *ord;
-	struct scar_rng r;
 	const struct scar_ratings *tr = m->train;
 	uint64_t nb = (uint64_t)m->workers * m->workers;
 	uint32_t *order, W = m->workers;
 	int rc;
 
-	if ((rc = mu_find(st, "order", SCAR_U32, tr->n, &ord, err)) || (rc = mu_rng_get(st, &r, err)))
+	if ((rc = mu_find(st, "order", SCAR_U32, tr->n, &ord, err)))
 		return rc;
 	order = ord->data;
-	for (uint64_t i = 0; i < tr->n; i++)
-		if (order[i] >= tr->n)
-			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
-	scar_rng_shuffle_u32(&r, order, tr->n);
-	mu_rng_put(st, &r);
+	mu_keyed_order(order, tr->n, mu_state_seed(st, 1), SCAR_MF_ORDER_STREAM, st->iteration);
 	if (W == 1)
 		return 0;
 	/* A stable split of the shuffled order into the blocks. */

@@ -43,15 +43,15 @@ double scar_mf_user_sse(const struct scar_model *m, const struct scar_mf_params 
 double scar_mf_user_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u);
 double scar_mf_item_pen(const struct scar_model *m, const struct scar_mf_params *x, uint32_t i);
 /*
- * An sgd epoch is scar_mf_sgd_begin (check the "order" tensor, shuffle it
- * with the state RNG, split it into the W x W blocks), then
+ * An sgd epoch is scar_mf_sgd_begin (set the "order" tensor to the
+ * epoch's keyed order, split it into the W x W blocks), then
  * scar_mf_sgd_block for every stratum s = 0..W-1 in order and, within a
  * stratum, for every worker w < W in any order and on any process whose
  * copy of w's user rows and of item block (w + s) mod W is current: it
  * updates, in the shuffled order, the ratings of user block w and item
  * block (w + s) mod W, changing only those rows of x (factors and biases).
  * With W = 1 the one block is every rating (w = s = 0). Begin fails as the
- * step does (SCAR_ECORRUPT for an invalid order); a block cannot fail.
+ * step does (a missing or misshapen "order"); a block cannot fail.
  */
 int scar_mf_sgd_begin(struct scar_model *m, struct scar_state *st, struct scar_error *err);
 void scar_mf_sgd_block(const struct scar_model *m, const struct scar_state *st,

@@ -1,8 +1,10 @@
 /*
  * model_mlr.c - multinomial (softmax) logistic regression by minibatch SGD.
  *
- * One iteration is one epoch: the data order (state "order") is shuffled
- * by the worker RNG, then the examples are taken in consecutive minibatches
+ * One iteration is one epoch: the data order (state "order") is a
+ * permutation that is a function of (seed, iteration) alone, a keyed draw
+ * (scar/rng.h, mu_keyed_order), so a perturbed run and its reference visit
+ * the examples in the same order; the examples are taken in consecutive minibatches
  * of `batch` (the last one may be smaller). For a minibatch B, with every
  * softmax output computed from the weights at the start of the minibatch,
  *     W <- W - lr_e (l2 W + (1/|B|) sum_{i in B} x_i (p_i - e_{y_i})^T)
@@ -14,11 +16,13 @@
  * ("cross_entropy"). Held out: accuracy on the test set ("test_accuracy").
  *
  * State: param "weights" f32 [d + 1, classes], one row per feature and a
- * last row of biases; state "rng" u64 [6], "order" u32 [n] (the data
- * order of the last epoch, shuffled again at each epoch), "epoch" u64 [1].
+ * last row of biases; state "rng" u64 [6] (the seeded generator state of
+ * earlier versions, which shuffled the order from it; kept, never advanced,
+ * so checkpoints keep their layout), "order" u32 [n] (the data order of the
+ * last epoch), "epoch" u64 [1].
  *
  * Configuration keys (type, default: meaning):
- *   seed          integer, 1: the worker RNG (data order) and initial weights
+ *   seed          integer, 1: the data orders (keyed by seed and epoch) and initial weights
  *   data_seed     integer, = seed: the synthetic data set
  *   data          string, absent: a directory holding the IDX files
  *                 train-images-idx3-ubyte, train-labels-idx1-ubyte,
@@ -671,7 +675,6 @@ static void batch_update(struct scar_model *m, const uint32_t *idx, uint64_t cnt
 static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct scar_tensor *w, *ord, *ep;
-	struct scar_rng r;
 	uint32_t *order;
 	uint64_t epoch, d = m->d;
 	uint32_t k = m->classes;
@@ -680,17 +683,13 @@ static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_err
 
 	if ((rc = mu_find(st, "weights", SCAR_F32, (d + 1) * k, &w, err)) ||
 	    (rc = mu_find(st, "order", SCAR_U32, m->n, &ord, err)) ||
-	    (rc = mu_find(st, "epoch", SCAR_U64, 1, &ep, err)) ||
-	    (rc = mu_rng_get(st, &r, err)))
+	    (rc = mu_find(st, "epoch", SCAR_U64, 1, &ep, err)))
 		return rc;
 	order = ord->data;
-	for (uint64_t i = 0; i < m->n; i++)
-		if (order[i] >= m->n)
-			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'order' holds an invalid index");
 	epoch = *(uint64_t *)ep->data;
 	lr = (float)(m->lr / (1 + m->lr_decay * (double)epoch));
 	decay = (float)(1 - (double)lr * m->l2);
-	scar_rng_shuffle_u32(&r, order, m->n);
+	mu_keyed_order(order, m->n, mu_state_seed(st, 1), SCAR_MLR_ORDER_STREAM, st->iteration);
 	to_work(m, w->data);
 	for (uint64_t b0 = 0; b0 < m->n; b0 += m->batch) {
 		uint64_t bs = m->n - b0 < m->batch ? m->n - b0 : m->batch, right;
@@ -703,7 +702,6 @@ static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_err
 		if (!isfinite(((float *)w->data)[i]))
 			return scar_error_set(err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
 	*(uint64_t *)ep->data = epoch + 1;
-	mu_rng_put(st, &r);
 	return 0;
 }
 

@@ -250,6 +250,28 @@ static inline uint64_t mu_state_seed(const struct scar_state *st, uint64_t def)
 	return json_is_integer(v) ? (uint64_t)json_integer_value(v) : def;
 }
 
+/*
+ * The data order of an epoch: a permutation of 0..n-1 that is a function of
+ * (seed, stream, iteration) alone (a Fisher-Yates shuffle of the identity by
+ * a keyed stream, scar/rng.h), not of the orders before it, so a run whose
+ * parameters were perturbed visits the examples in the same order as its
+ * reference, and a rolled-back run replays its orders.
+ */
+#define SCAR_MLR_ORDER_STREAM 32	/* mlr's epoch orders (also dist_mpi.c) */
+#define SCAR_MF_ORDER_STREAM 3		/* mf sgd's epoch orders */
+#define SCAR_LDA_GIBBS_STREAM 24	/* lda's Gibbs draws */
+
+static inline void mu_keyed_order(uint32_t *order, uint64_t n, uint64_t seed, uint64_t stream,
+				  uint64_t iteration)
+{
+	struct scar_rng r;
+
+	for (uint64_t i = 0; i < n; i++)
+		order[i] = (uint32_t)i;
+	scar_rng_seed_key(&r, scar_rng_key_sub(scar_rng_key(seed, stream), iteration));
+	scar_rng_shuffle_u32(&r, order, n);
+}
+
 /* ---- dense linear algebra (row-major, n x n) ---- */
 
 /* In-place Cholesky A = L L^T (lower triangle); returns -1 if not positive definite. */

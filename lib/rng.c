@@ -14,6 +14,50 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
+/* splitmix64's output function: a bijection of the 64-bit words. */
+static inline uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static inline uint32_t mix32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	return x ^ (x >> 16);
+}
+
+uint64_t scar_rng_key_sub(uint64_t key, uint64_t x)
+{
+	return mix64(key + (x + 1) * 0x9e3779b97f4a7c15ULL);
+}
+
+uint64_t scar_rng_key(uint64_t seed, uint64_t stream)
+{
+	return scar_rng_key_sub(mix64(seed + 0x9e3779b97f4a7c15ULL), stream);
+}
+
+double scar_rng_key_uniform(uint64_t key)
+{
+	return (double)(key >> 11) * 0x1.0p-53;
+}
+
+uint32_t scar_rng_key_u32(uint64_t key, uint32_t lane)
+{
+	uint32_t x = mix32((uint32_t)key ^ (lane * 0x9e3779b9U));
+
+	return mix32(x ^ (uint32_t)(key >> 32));
+}
+
+void scar_rng_seed_key(struct scar_rng *r, uint64_t key)
+{
+	scar_rng_seed(r, key);
+}
+
 static inline uint64_t rotl(uint64_t x, int k)
 {
 	return (x << k) | (x >> (64 - k));
