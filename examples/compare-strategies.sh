@@ -81,10 +81,10 @@ builtin_workloads() {
 mlr       | fashion-mnist | $data/fashion-mnist/train-images-idx3-ubyte.gz | -m mlr --data $data/fashion-mnist --set lr=0.05 --set lr_decay=0 -n 30
 mlr-decay | fashion-mnist | $data/fashion-mnist/train-images-idx3-ubyte.gz | -m mlr --data $data/fashion-mnist -n 30
 mf        | movielens     | $data/movielens/ratings.csv                    | -m mf --data $data/movielens/ratings.csv -n 30
-lda       | spam          | $data/spam/docword.spam.txt                    | -m lda --data $data/spam/docword.spam.txt -n 60
+lda       | spam          | $data/spam/docword.spam.txt                    | -m lda --data $data/spam/docword.spam.txt -n 40
 mlr-spam  | spam-labels   | $data/spam/spam.libsvm                         | -m mlr --data $data/spam/spam.libsvm --set lr=1 -n 30
 mf-insteval | insteval    | $data/insteval/ratings.tsv                     | -m mf --data $data/insteval/ratings.tsv --set lambda=0.5 -n 30
-lda-sotu  | sotu          | $data/sotu/docword.sotu.txt                    | -m lda --data $data/sotu/docword.sotu.txt -n 60
+lda-sotu  | sotu          | $data/sotu/docword.sotu.txt                    | -m lda --data $data/sotu/docword.sotu.txt -n 40
 ridge     | synthetic     | -                                              | -m ridge -n 60
 EOF
 }

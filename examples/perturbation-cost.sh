@@ -45,6 +45,9 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 2' HUP INT TERM
 tsv="$out/perturbation-cost.tsv"
 printf '# scar-train %s\n' "$*" > "$tsv"
+# The unperturbed run, once: every trial's cost is measured against it.
+# shellcheck disable=SC2068
+scar-train -q --no-timing $@ > "$tmp/ref.jsonl"
 t=1
 while [ "$t" -le "$trials" ]; do
 	T=$((n / 6 + (t - 1) % (n / 3)))
@@ -60,7 +63,8 @@ while [ "$t" -le "$trials" ]; do
 				"$tmp/s.ckpt" "$tmp/p.ckpt"
 			ach=$(sed 's/.*"rel_delta_norm":\([^,]*\),.*/\1/' "$tmp/rep.json")
 		fi
-		rec=$(scar-train -q --no-timing --resume "$tmp/p.ckpt" -n "$n" --cost |
+		rec=$(scar-train -q --no-timing --resume "$tmp/p.ckpt" -n "$n" --cost \
+			--reference "$tmp/ref.jsonl" |
 			grep '"type":"cost"')
 		c=$(printf '%s' "$rec" | sed 's/.*"cost_interp":\([^,]*\),.*/\1/')
 		cens=$(printf '%s' "$rec" | sed 's/.*"censored":\([a-z]*\).*/\1/')
