@@ -81,6 +81,14 @@ struct scar_model_def {
 	 * init_state under another "seed".)
 	 */
 	void (*free)(struct scar_model *m);
+
+	/*
+	 * Optional (NULL when none): add to the header record what the model
+	 * derived from its data and configuration, the values in effect (ridge:
+	 * "eta", the step used, and "lambda_min", "lambda_max" of its Hessian).
+	 * Returns 0 or SCAR_ENOMEM.
+	 */
+	int (*describe)(struct scar_model *m, json_t *header, struct scar_error *err);
 };
 
 /* The built-in workloads, NULL-terminated. */
