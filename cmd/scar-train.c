@@ -16,6 +16,9 @@
 #include "scar/model.h"
 #include "scar/train.h"
 
+/* Training diverged (scar-train(1) EXIT STATUS): not a usage error, not a "no". */
+#define EXIT_DIVERGED 3
+
 static const char usage_text[] =
 "usage: scar-train [--model NAME] [--iters N] [--shards S] [options]\n"
 "       scar-train --resume PATH [--iters N] [options]\n"
@@ -442,7 +445,7 @@ int main(int argc, char **argv)
 		if (scar_dist_rank() != 0) {	/* rank 0 reports and saves */
 			save = NULL;
 			if (rc)
-				exit(rc == SCAR_EDIVERGED ? EXIT_NO : EXIT_TROUBLE);
+				exit(rc == SCAR_EDIVERGED ? EXIT_DIVERGED : EXIT_TROUBLE);
 		}
 	} else
 #endif
@@ -453,7 +456,7 @@ int main(int argc, char **argv)
 			scar_state_free(resume);
 			json_decref(reference);
 			json_decref(config);
-			return EXIT_NO;
+			return EXIT_DIVERGED;
 		}
 		/* The library cannot name the event stream; this is where it is known. */
 		if (rc == SCAR_EIO && !err.file[0] && events && ferror(events) &&

@@ -665,21 +665,95 @@ out:
 
 /* ---- the run ---- */
 
+/*
+ * Divergence by growth: the objective is worse than the best so far by more
+ * than this many times the run's scale (record_iteration, scar-train(1)).
+ */
+#define SCAR_TRAIN_DIVERGE_FACTOR 1e3
+
+/*
+ * The run diverged at clock iter (state iteration state_iter) for reason
+ * ("nonfinite" or "growth"; c->err has the message): emit the event (rank
+ * 0) and return SCAR_EDIVERGED, or the error of writing it. threshold is
+ * the objective beyond which growth counts, NAN when not the reason.
+ */
+static int diverged(struct scar_train_ctx *c, uint64_t iter, uint64_t state_iter, double obj,
+		    const char *reason, double threshold)
+{
+	json_t *rec = json_pack("{s:s, s:I, s:I, s:o, s:s, s:s}", "type", "diverged",
+				"iter", (json_int_t)iter, "state_iter", (json_int_t)state_iter,
+				"objective", isfinite(obj) ? json_real(obj) : json_null(),
+				"reason", reason, "message", c->err->msg);
+	int rc;
+
+	if (rec && isfinite(c->div_best))
+		json_object_set_new(rec, "best_objective", json_real(c->div_best));
+	if (rec && isfinite(threshold))
+		json_object_set_new(rec, "threshold", json_real(threshold));
+	rc = scar_train_emit(c, rec);
+	return rc ? rc : SCAR_EDIVERGED;
+}
+
+/*
+ * Whether objective obj at this record has grown by orders of magnitude:
+ * it is worse than the best objective b so far by more than
+ * SCAR_TRAIN_DIVERGE_FACTOR times the scale max(|f_s|, |f_s - b|) over the
+ * run's starts f_s, which are its first objective (iteration 0, or the
+ * resumed state's) and the first after each failure (a failure may set the
+ * objective back anywhere; what follows is measured from there). So a
+ * run's scale is the size of its objective and of its progress, whatever
+ * the sign or offset of the objective, and no objective a start has had,
+ * nor any between it and the best, can count. Keeps the running values in
+ * c; *threshold gets the objective beyond which growth counts.
+ */
+static int grew(struct scar_train_ctx *c, double obj, int first, double *threshold)
+{
+	int hb = c->def->objective_higher_better;
+	double scale;
+
+	if (first) {
+		c->div_best = c->div_start_worst = obj;
+		c->div_start_abs = fabs(obj);
+		c->div_failures = c->res->failures;
+	} else if (c->res->failures != c->div_failures) {
+		c->div_failures = c->res->failures;
+		c->div_start_abs = fmax(c->div_start_abs, fabs(obj));
+		if (hb ? obj < c->div_start_worst : obj > c->div_start_worst)
+			c->div_start_worst = obj;
+	}
+	if (hb ? obj > c->div_best : obj < c->div_best)
+		c->div_best = obj;
+	scale = fmax(c->div_start_abs, fabs(c->div_start_worst - c->div_best));
+	*threshold = c->div_best + (hb ? -1 : 1) * SCAR_TRAIN_DIVERGE_FACTOR * scale;
+	return hb ? obj < *threshold : obj > *threshold;
+}
+
 /* The objective (every rank) and, on rank 0, the iteration's event. */
 static int record_iteration(struct scar_train_ctx *c, double step2, int first)
 {
 	const struct scar_model_def *d = c->def;
-	double obj, v;
+	double obj, v, threshold;
 	json_t *rec;
 	int rc;
 
 	if ((rc = c->ops->objective(c, &obj)))
 		return rc;
-	/* obj and step2 are the same on every rank, so all stop together. */
-	if (!isfinite(obj) || (!first && !isfinite(step2)))
-		return scar_error_set(c->err, SCAR_EDIVERGED,
-				      "training diverged at iteration %llu (objective %g)",
-				      (unsigned long long)c->clock, obj);
+	/* obj, step2 and the failures are the same on every rank, so all stop together. */
+	if (!isfinite(obj) || (!first && !isfinite(step2))) {
+		if (first)
+			c->div_best = NAN;
+		scar_error_set(c->err, SCAR_EDIVERGED,
+			       "training diverged at iteration %llu (the %s is not finite)",
+			       (unsigned long long)c->clock, isfinite(obj) ? "step" : "objective");
+		return diverged(c, c->clock, c->st->iteration, obj, "nonfinite", NAN);
+	}
+	if (grew(c, obj, first, &threshold)) {
+		scar_error_set(c->err, SCAR_EDIVERGED,
+			       "training diverged at iteration %llu (objective %g, past %g: more than %g times the run's scale from its best %g)",
+			       (unsigned long long)c->clock, obj, threshold, SCAR_TRAIN_DIVERGE_FACTOR,
+			       c->div_best);
+		return diverged(c, c->clock, c->st->iteration, obj, "growth", threshold);
+	}
 	if ((rc = push_obj(c, obj)))
 		return rc;
 	c->res->final_objective = obj;
@@ -808,8 +882,12 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			if (prev[i])
 				memcpy(prev[i], st->tensors[i]->data, scar_tensor_bytes(st->tensors[i]));
 		/* A step's errors are the same on every rank (replicated state): no agreement. */
-		if ((rc = c->ops->step(c)))
+		if ((rc = c->ops->step(c))) {
+			if (rc == SCAR_EDIVERGED)	/* the step's own check: non-finite parameters */
+				rc = agree(c, diverged(c, c->clock + 1, st->iteration + 1, NAN,
+						       "nonfinite", NAN));
 			goto out;
+		}
 		st->iteration++;
 		c->clock++;
 		/* The tensors' squared distances added in tensor order. */

@@ -120,6 +120,14 @@ struct scar_train_ctx {
 	size_t nobj, capobj;
 	struct scar_train_result *res;
 	struct scar_error *err;
+	/*
+	 * Divergence by growth (train_common.c, scar-train(1)): the best
+	 * objective so far; over the run's starts (its first record and the
+	 * first after each failure) the largest magnitude and the worst value;
+	 * the failures counted at the last record.
+	 */
+	double div_best, div_start_abs, div_start_worst;
+	uint64_t div_failures;
 };
 
 /*

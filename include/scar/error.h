@@ -27,7 +27,7 @@ enum scar_err {
 	SCAR_ETRUNC = -7,	/* input ends early */
 	SCAR_EMISMATCH = -8,	/* operands disagree: shapes, dtypes, models */
 	SCAR_ENOTFOUND = -9,	/* no such tensor, shard, row or file */
-	SCAR_EDIVERGED = -10,	/* training produced NaN or Inf */
+	SCAR_EDIVERGED = -10,	/* training diverged: NaN or Inf, or runaway objective */
 	SCAR_EUNSUPPORTED = -11,/* valid request this build or input cannot do */
 	SCAR_ERANGE = -12,	/* value out of range */
 };

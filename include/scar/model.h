@@ -87,7 +87,8 @@ struct scar_model_def {
 	 * in effect once the data is loaded, as members added to out (an empty
 	 * object) - sizes taken from the data (n, d, classes, ...), values
 	 * the model clamped or derived (a batch larger than the data, a step
-	 * size computed from it) and the step-size schedule. The header event
+	 * size computed from it, ridge's eta with the ends lambda_min, lambda_max
+	 * of its Hessian's spectrum) and the step-size schedule. The header event
 	 * carries it as "effective" (scar-events(7)). Fails only for memory.
 	 */
 	int (*effective)(struct scar_model *m, json_t *out, struct scar_error *err);

@@ -152,9 +152,11 @@ struct scar_train_result {
 
 /*
  * Train as opts says, writing events. Returns 0, or a negative error
- * (SCAR_EDIVERGED naming the iteration when the objective or a step is not
- * finite; SCAR_EIO when a checkpoint cannot be written - nothing damaged is
- * left behind). On success res->final_state holds the final state.
+ * (SCAR_EDIVERGED naming the iteration when the objective, a step or the
+ * parameters are not finite or the objective has grown by orders of
+ * magnitude, after a "diverged" event - scar-train(1) Divergence; SCAR_EIO
+ * when a checkpoint cannot be written - nothing damaged is left behind). On
+ * success res->final_state holds the final state.
  */
 int scar_train_run(const struct scar_train_opts *opts, struct scar_train_result *res,
 		   struct scar_error *err);
