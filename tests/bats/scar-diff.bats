@@ -181,7 +181,10 @@ close() {
 	[ "$(jq .b.iteration <<<"$output")" = null ]
 	scar-ckpt export --tensor w -o x.npy a.ckpt
 	run -1 --separate-stderr scar-diff --json x.npy w.npy	# two arrays pair up
-	[ "$(jq .l2 <<<"$output")" = "$want" ]
+	# A checkpoint's rows are summed shard by shard, an array's in row
+	# order: the norms agree to rounding, not always to the last bit.
+	awk -v a="$(jq .l2 <<<"$output")" -v b="$want" \
+		'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 4e-16 * b) }'
 	need_numpy
 	/usr/bin/python3 - <<'EOF'
 import numpy as np
