@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 	struct scar_train_result res;
 	struct scar_error err;
 	struct scar_state *resume = NULL;
-	json_t *config = json_object(), *reference = NULL;
+	json_t *config = json_object(), *reference = NULL, *reference_header = NULL;
 	const char *model = "mlr", *save = NULL, *events_path = NULL, *resume_path = NULL;
 	const char *reference_path = NULL;
 	uint64_t tmp[SCAR_TRAIN_MAX_LOSE];
@@ -385,12 +385,14 @@ int main(int argc, char **argv)
 			cli_die_error(&err);
 		fclose(f);
 		reference = scar_train_reference_from_events((const json_t *const *)ev->records, ev->n, &err);
+		reference_header = ev->n ? json_incref(ev->records[0]) : NULL;
 		scar_events_free(ev);
 		if (!reference) {
 			snprintf(err.file, sizeof(err.file), "%s", reference_path);
 			cli_die_error(&err);
 		}
 		o.reference = reference;
+		o.reference_header = reference_header;
 	}
 	/*
 	 * Create the checkpoint directory (one level, like mkdir) when it is
@@ -455,6 +457,7 @@ int main(int argc, char **argv)
 			cli_warn_error(&err);
 			scar_state_free(resume);
 			json_decref(reference);
+			json_decref(reference_header);
 			json_decref(config);
 			return EXIT_DIVERGED;
 		}
@@ -480,6 +483,7 @@ int main(int argc, char **argv)
 	scar_state_free(res.final_state);
 	scar_state_free(resume);
 	json_decref(reference);
+	json_decref(reference_header);
 	json_decref(config);
 	return 0;
 }

@@ -509,10 +509,35 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 		out->pert[np].norm = d;
 		out->pert[np].iter = it;
 		np++;
-		if (it >= last_rec) {
-			last_rec = it;
-			rec_state = num_or_nan(r, "resume_state_iter");
-			rec_obj = num_or_nan(r, "objective");
+		{
+			/*
+			 * Where the run went on from, which the cost is measured
+			 * from: a whole state iteration no later than the failed
+			 * one, and the recovered state's objective when given.
+			 */
+			const json_t *rs = json_object_get(r, "resume_state_iter");
+			const json_t *fs = json_object_get(r, "failed_state_iter");
+			const json_t *ob = json_object_get(r, "objective");
+
+			if (rs && (!json_is_integer(rs) || json_integer_value(rs) < 0 ||
+				   (json_is_integer(fs) &&
+				    json_integer_value(rs) > json_integer_value(fs)) ||
+				   json_integer_value(rs) > (json_int_t)it)) {
+				rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
+						       "recovery record needs a whole \"resume_state_iter\" in 0..\"failed_state_iter\"");
+				goto out;
+			}
+			if (ob && !(json_is_number(ob) && isfinite(json_number_value(ob)))) {
+				rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
+						       "recovery record's \"objective\" is not a finite number");
+				goto out;
+			}
+			if (it >= last_rec) {
+				last_rec = it;
+				/* Without it, the run went on from the failure's own iteration. */
+				rec_state = rs ? (double)json_integer_value(rs) : it;
+				rec_obj = ob ? json_number_value(ob) : NAN;
+			}
 		}
 	}
 	for (size_t i = 0; i < o->nextra; i++)

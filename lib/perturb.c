@@ -282,8 +282,8 @@ static double int_row_norm(const struct scar_tensor *t, uint64_t r, uint64_t re)
 static int noise_takes(const struct scar_state *st, const struct scar_select *sel,
 		       const struct scar_tensor *t)
 {
-	if (!tensor_in(t, sel))
-		return 0;
+	if (!tensor_in(t, sel) || t->dtype == SCAR_I64 || t->dtype == SCAR_U64)
+		return 0;	/* 64-bit integers (ids, RNG words) do not survive a double */
 	if (is_float(t))
 		return 1;
 	for (size_t i = 0; i < st->ntensors; i++)
@@ -466,6 +466,14 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 		return rc;
 	if (!(l2 >= 0) || !isfinite(l2))
 		return scar_error_set(err, SCAR_ERANGE, "noise norm must be finite and >= 0");
+	if (sel->tensor) {
+		const struct scar_tensor *nt = scar_state_find(st, sel->tensor);
+
+		if (nt && (nt->dtype == SCAR_I64 || nt->dtype == SCAR_U64))
+			return scar_error_set(err, SCAR_EINVAL,
+					      "tensor '%s' holds 64-bit integers, which noise cannot change exactly",
+					      sel->tensor);
+	}
 	if (l2 == 0)
 		return 0;
 	r = start;

@@ -299,6 +299,13 @@ json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
 		json_t *it = json_object_get(records[i], "iter");
 		json_t *obj = json_object_get(records[i], "objective");
 
+		if (type && (!strcmp(type, "failure") || !strcmp(type, "recovery"))) {
+			json_decref(arr);
+			scar_error_set_at(err, SCAR_EFORMAT, NULL, -1, (int64_t)i + 1,
+					  "reference stream has a %s record: a perturbed run is no reference",
+					  type);
+			return NULL;
+		}
 		if (!type || strcmp(type, "iteration") || !json_is_integer(it) || !json_is_number(obj))
 			continue;
 		if ((size_t)json_integer_value(it) != got) {

@@ -117,8 +117,9 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
 		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
 				      o->shards, SCAR_MAX_SHARDS);
-	if (o->cost_window < 1)
-		return scar_error_set(err, SCAR_EINVAL, "cost window must be at least 1");
+	if (o->cost_window < 1 || o->cost_window > N)
+		return scar_error_set(err, SCAR_EINVAL, "cost window %llu is not in 1..%llu (the iterations)",
+				      (unsigned long long)o->cost_window, (unsigned long long)N);
 	for (size_t i = 0; i < o->nfail_at; i++)
 		if (o->fail_at[i] < 1 || o->fail_at[i] > N)
 			return scar_error_set(err, SCAR_EINVAL,
@@ -240,6 +241,31 @@ int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_s
 	return check_shards(c, *out);
 }
 
+/*
+ * A resumed checkpoint's clock counts the iterations executed, so it is an
+ * integer at or after its state iteration (rollbacks only add to it); a
+ * failure scheduled at or before it could never happen.
+ */
+static int check_resume_clock(struct scar_train_ctx *c)
+{
+	const json_t *ck = json_object_get(c->st->extra, "clock");
+	uint64_t clock;
+
+	if (ck && (!json_is_integer(ck) || json_integer_value(ck) < 0 ||
+		   (uint64_t)json_integer_value(ck) < c->st->iteration))
+		return scar_error_set(c->err, SCAR_ECORRUPT,
+				      "checkpoint's extra \"clock\" is not a whole number at or after its iteration %llu",
+				      (unsigned long long)c->st->iteration);
+	clock = scar_train_resume_clock(c->st);
+	for (size_t i = 0; i < c->o->nfail_at; i++)
+		if (c->o->fail_at[i] <= clock)
+			return scar_error_set(c->err, SCAR_EINVAL,
+					      "failure at iteration %llu is not after the resume point %llu",
+					      (unsigned long long)c->o->fail_at[i],
+					      (unsigned long long)clock);
+	return 0;
+}
+
 int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh)
 {
 	const struct scar_state *st = c->st;
@@ -260,7 +286,7 @@ int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *f
 					      "cannot resume from a partial checkpoint (tensor '%s' lacks rows); apply it over a full one first",
 					      b->name);
 	}
-	return 0;
+	return check_resume_clock(c);
 }
 
 uint64_t scar_train_resume_clock(const struct scar_state *st)
@@ -338,6 +364,25 @@ int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, si
 			return scar_error_set(c->err, SCAR_EINVAL,
 					      "reference objective at iteration %llu is not a number",
 					      (unsigned long long)k);
+	if (c->o->reference_header) {
+		const json_t *h = c->o->reference_header;
+		const char *model = json_string_value(json_object_get(h, "model"));
+		const json_t *shards = json_object_get(h, "shards");
+
+		/* Another run's objectives would measure nothing: refuse them. */
+		if (!model || strcmp(model, c->def->name))
+			return scar_error_set(c->err, SCAR_EMISMATCH,
+					      "the reference is a run of model '%s', not '%s'",
+					      model ? model : "?", c->def->name);
+		if (!json_is_integer(shards) ||
+		    json_integer_value(shards) != (json_int_t)c->st->shards)
+			return scar_error_set(c->err, SCAR_EMISMATCH,
+					      "the reference has other shards than this run's %u",
+					      (unsigned)c->st->shards);
+		if (!json_equal(json_object_get(h, "config"), c->st->config))
+			return scar_error_set(c->err, SCAR_EMISMATCH,
+					      "the reference's configuration (seed, data, keys) is not this run's");
+	}
 	ci->target = smoothed(ref, N, w);
 	ci->ref = ref;
 	ci->nref = N + 1;

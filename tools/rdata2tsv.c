@@ -503,6 +503,20 @@ int main(int argc, char **argv)
 		for (size_t j = 0; j < ncol; j++)
 			if (cols[j]->type == REALSXP ? isnan(cols[j]->dv[i]) : cols[j]->iv[i] == NA_INT)
 				die("'%s': row %llu has an NA", object, (unsigned long long)i + 1);
+	/* A factor's codes index its levels, 1..nlevels: anything else is damage. */
+	for (size_t j = 0; j < ncol; j++) {
+		const struct rnode *lv = attr(cols[j], "levels");
+
+		if (cols[j]->type != INTSXP || !has_class(cols[j], "factor"))
+			continue;
+		if (!lv || lv->type != STRSXP)
+			die("'%s': factor column %zu has no levels", object, j + 1);
+		for (uint64_t i = 0; i < nrow; i++)
+			if (cols[j]->iv[i] < 1 || (uint64_t)cols[j]->iv[i] > lv->len)
+				die("'%s': factor column %zu, row %llu: code %d is outside 1..%llu",
+				    object, j + 1, (unsigned long long)i + 1, (int)cols[j]->iv[i],
+				    (unsigned long long)lv->len);
+	}
 	if (output) {
 		nb = strlen(output) + 5;
 		tmp = xcalloc(nb, 1);

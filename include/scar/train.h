@@ -122,6 +122,11 @@ struct scar_train_opts {
 	/* iteration cost */
 	int measure_cost;		/* run (or use) a reference, report cost */
 	const json_t *reference;	/* array of reference objectives by clock, or NULL = run it */
+	/*
+	 * the header record of the reference's stream (borrowed; NULL =
+	 * unchecked): its model, shards and configuration must be the run's
+	 */
+	const json_t *reference_header;
 	uint64_t cost_window;		/* objective smoothing window (>= 1) */
 	uint64_t cost_cap;		/* extra clock iterations allowed to reach the target */
 
@@ -164,7 +169,8 @@ int scar_train_run(const struct scar_train_opts *opts, struct scar_train_result 
 /*
  * The reference objectives of an event stream (by clock 0..n), as a JSON
  * array of reals, for opts->reference. Returns NULL and fills err when the
- * stream has no iteration records.
+ * stream has no iteration records, or has failure or recovery records (a
+ * perturbed run is no reference).
  */
 json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
 					 struct scar_error *err);

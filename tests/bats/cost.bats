@@ -165,3 +165,56 @@ EOF
 	[[ "$output" == *$'\n1e-2\t3\t0\t0.01\t'* ]]
 	[ "$(grep -vc '^#' "$BATS_TEST_TMPDIR/perturbation-cost.tsv")" = 6 ]
 }
+
+@test "cost: a reference from another run, or a perturbed one, is refused" {
+	cd "$BATS_TEST_TMPDIR"
+	scar-train -q --no-timing -m ridge -n 20 > ref.jsonl
+	scar-train -q --no-timing -m ridge -n 20 --seed 7 > seed7.jsonl
+	scar-train -q --no-timing -m mlr -n 20 > mlr.jsonl
+	scar-train -q --no-timing -m ridge -n 20 --policy full --interval 5 --recovery full \
+		--fail-at 13 > pert.jsonl
+	f="-m ridge -n 20 --policy full --interval 5 --recovery full --fail-at 13"
+	# shellcheck disable=SC2086
+	run -0 scar-train -q --no-timing $f --reference ref.jsonl
+	[ "$(printf '%s\n' "$output" | costs)" = "3 3.0" ]
+	# shellcheck disable=SC2086
+	run -2 scar-train -q --no-timing $f --reference seed7.jsonl
+	[[ "$output" == *"configuration"* ]]
+	# shellcheck disable=SC2086
+	run -2 scar-train -q --no-timing $f --reference mlr.jsonl
+	[[ "$output" == *"model 'mlr', not 'ridge'"* ]]
+	# shellcheck disable=SC2086
+	run -2 scar-train -q --no-timing $f --shards 4 --reference ref.jsonl
+	# shellcheck disable=SC2086
+	run -2 scar-train -q --no-timing $f --reference pert.jsonl
+	[[ "$output" == *"pert.jsonl"*"failure record"* ]]
+}
+
+@test "cost: a failure at or before the resume point, and a window longer than the run, are refused" {
+	cd "$BATS_TEST_TMPDIR"
+	scar-train -q --no-timing -m ridge -n 12 --policy full --interval 5 --checkpoint-dir run > /dev/null
+	run -2 scar-train -q --no-timing --resume run -n 20 --fail-at 7 --cost
+	[[ "$output" == *"failure at iteration 7 is not after the resume point 10"* ]]
+	run -2 scar-train -q --no-timing --resume run -n 20 --fail-at 10
+	run -0 scar-train -q --no-timing --resume run -n 20 --fail-at 11
+	run -2 scar-train -q --no-timing -m ridge -n 20 --cost --cost-window 21
+	[[ "$output" == *"cost window 21 is not in 1..20"* ]]
+}
+
+@test "cost: scar-bound check refuses a recovery record that cannot be" {
+	cd "$BATS_TEST_TMPDIR"
+	scar-train -q --no-timing -m ridge -n 20 > ref.jsonl
+	# --cost: the run goes on until it reaches the reference's final objective.
+	scar-train -q --no-timing -m ridge -n 20 --policy full --interval 5 --recovery full \
+		--fail-at 13 --cost > pert.jsonl
+	run -0 scar-bound check ref.jsonl pert.jsonl
+	[[ "$output" == *"observed           3"* ]]
+	for bad in '"resume_state_iter":17' '"resume_state_iter":-5' '"resume_state_iter":10.5' \
+		'"objective":"x"'; do
+		key=${bad%%:*}
+		sed "/\"type\":\"recovery\"/s/$key:[^,}]*/$bad/" pert.jsonl > bad.jsonl
+		run -2 scar-bound check ref.jsonl bad.jsonl
+		echo "$bad: $output"
+		[[ "$output" == *"bad.jsonl"*"recovery record"* ]]
+	done
+}
