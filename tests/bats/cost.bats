@@ -128,7 +128,9 @@ EOF
 @test "cost: scar-bound check measures the same cost from the streams" {
 	cd "$BATS_TEST_TMPDIR"
 	bumpy_svm bumpy.svm
-	args="-m mlr --data bumpy.svm --set lr=2 --set lr_decay=0 -n 40"
+	# lr 3: as bumpy (the reference first reaches its target at 2), and
+	# scar-bound fit still finds a contraction in its step norms.
+	args="-m mlr --data bumpy.svm --set lr=3 --set lr_decay=0 -n 40"
 	# shellcheck disable=SC2086
 	scar-train -q --no-timing $args > ref.jsonl
 	# shellcheck disable=SC2086

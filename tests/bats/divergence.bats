@@ -43,7 +43,7 @@ no_divergence() {
 	run -3 --separate-stderr scar-train -q -m ridge -n 100 --set eta=2 --no-timing --events ev.jsonl
 	[[ $stderr == "scar-train: training diverged at iteration 29 "* ]]
 	last_is_diverged ev.jsonl growth
-	jq -e -s '.[0] | .type == "header" and .eta == 2 and .contraction > 1.2' ev.jsonl
+	jq -e -s '.[0] | .type == "header" and .effective.eta == 2 and .contraction > 1.2' ev.jsonl
 	run -0 jq -c 'select(.type == "diverged") | [.iter, .state_iter, .objective > .threshold,
 		.best_objective < 7.37, (.message | startswith("training diverged at iteration 29"))]' ev.jsonl
 	[ "$output" = '[29,29,true,true,true]' ]
