@@ -71,7 +71,7 @@ numeric() {
 	numeric 2 2 "scar-train -m ridge -n 4 -q --fail-at V"
 	numeric 0 2 "scar-train -m ridge -n 4 -q --fail-prob V"
 	numeric 0 2 "scar-train -m ridge -n 4 -q --lose-shards V"
-	numeric 2 2 "scar-train -m ridge -n 4 -q --lose-count V"
+	numeric 0 2 "scar-train -m ridge -n 4 -q --lose-count V"	# 0: a null failure
 	numeric 2 2 "scar-train -m ridge -n 4 -q --lose-fraction V"
 	numeric 0 2 "scar-train -m ridge -n 4 -q --fail-seed V"
 	numeric 2 2 "scar-train -m ridge -n 4 -q --cost --cost-window V"
