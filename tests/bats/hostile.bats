@@ -151,7 +151,8 @@ numeric() {
 	numeric 0 2 "scar-bound fit --floor V ev.jsonl"
 	numeric 0 2 "scar-bound fit --skip V ev.jsonl"
 	numeric 2 2 "scar-bound check --window V ev.jsonl pert.jsonl"
-	numeric 2 1 "scar-bound check --target V ev.jsonl pert.jsonl"
+	# A target every objective meets: both runs meet it where the cost is measured from, cost 0.
+	numeric 2 0 "scar-bound check --target V ev.jsonl pert.jsonl"
 	numeric 2 2 "scar-bound check --delta V ev.jsonl pert.jsonl"
 	numeric 2 0 "scar-bound check --eps V --metric dist_opt ev.jsonl pert.jsonl"
 	numeric 2 2 "scar-bound plan --budget V --c 0.9 --failure-rate 0.01"
