@@ -835,7 +835,7 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	const struct scar_train_opts *o = c->o;
 	const struct scar_model_def *d = c->def;
 	json_t *rec;
-	int rc;
+	int rc = 0;
 
 	rec = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:O, s:I, s:s, s:b, s:s?, s:s, s:s, s:I, s:I, s:f, s:s}",
 			"type", "header", "format", SCAR_EVENTS_FORMAT, "version", SCAR_EVENTS_VERSION,
