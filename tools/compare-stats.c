@@ -83,16 +83,22 @@ static struct cell *cells, *floors;
 static size_t ncells, nfloors;
 static char *file_null_desc;	/* from a "# null: " line of the input */
 
+/* "compare-stats: " and the message, on stderr; the three below share it. */
+static void vmsg(const char *fmt, va_list ap)
+{
+	fprintf(stderr, PROG ": ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, PROG ": ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmsg(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(2);
 }
 
@@ -101,11 +107,9 @@ static void warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, PROG ": ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmsg(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -113,11 +117,10 @@ static void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, PROG ": ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmsg(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\ntry '" PROG " --help'\n");
+	fprintf(stderr, "try '" PROG " --help'\n");
 	exit(2);
 }
 
