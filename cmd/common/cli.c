@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "scar/file.h"
 
 const char *cli_progname = "scar";
 
@@ -41,11 +42,19 @@ void cli_init(const char *progname)
 	atexit(check_stdout_at_exit);
 }
 
+/*
+ * Every message goes through the terminal quoting of scar/file.h: names in
+ * it may come from a file (a tensor called "\e]0;x\a" must not retitle the
+ * window, nor one holding "\n" forge a line of its own).
+ */
 static void vmsg(const char *fmt, va_list ap)
 {
+	char buf[2048];
+
 	fflush(stdout);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	fprintf(stderr, "%s: ", cli_progname);
-	vfprintf(stderr, fmt, ap);
+	scar_fputs_quoted(buf, stderr);
 	fputc('\n', stderr);
 }
 
