@@ -253,6 +253,8 @@ int main(int argc, char **argv)
 	int c, rc = 0;
 
 	cli_init(argv[0]);
+	/* The input is kept, perturbed, compared and written: about 4 copies (scar-inject(1)). */
+	scar_ckpt_set_memory_factor(4);
 	memset(&a, 0, sizeof(a));
 	a.seed = 1;
 	a.mix = 1;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -464,6 +465,13 @@ static int parse_table(struct scar_ckpt_reader *r, json_t *tv, struct scar_error
 			/* rows is checked again, with the shape, by parse_tensor */
 			json_t *rows = json_object_get(o, "rows");
 
+			/* A bitmap is a 1.1 feature: a file that says 1.0 and has one
+			 * is mislabelled, as a 1.0 reader would find it corrupt. */
+			if (r->info.minor < 1) {
+				rc = rerr(r, err, SCAR_ECORRUPT,
+					  "metadata: tensor %zu: present bitmap in a version 1.0 file", i);
+				goto out;
+			}
 			if (!json_is_integer(rows) || json_integer_value(rows) < 0 ||
 			    bitmap_decode(p, (uint64_t)json_integer_value(rows), &bitmaps[i])) {
 				rc = rerr(r, err, SCAR_ECORRUPT, "metadata: tensor %zu: bad present bitmap",
@@ -1044,7 +1052,9 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 		return rerr_at(r, err, SCAR_ECORRUPT, x.hoff + 16,
 			       SECFMT "%llu rows, the metadata says %llu", SECARG(&x),
 			       (unsigned long long)si.nrows, (unsigned long long)nrows);
-	if ((flags & ~CKPT_SF_KNOWN) || ckpt_get32(h + 40))
+	/* A block size code without LZ4 means nothing in format 1.x: a flag
+	 * combination from a later version, like an unknown bit. */
+	if ((flags & ~CKPT_SF_KNOWN) || (!si.compressed && bcode) || ckpt_get32(h + 40))
 		return rerr_at(r, err, SCAR_EUNSUPPORTED, x.hoff + 12,
 			       SECFMT "unknown flags 0x%x or reserved field set", SECARG(&x), flags);
 	if (si.raw_len != nrows * r->row_bytes[t])
@@ -1093,6 +1103,26 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 		sec->rows = mode == CKPT_DECODE_BUF ? r->rows : NULL;
 		sec->data = dst;
 	}
+	return 0;
+}
+
+/* Nothing follows the trailer (scar-ckpt(5)): a stream must end there, as a file must. */
+static int stream_ends(struct scar_ckpt_reader *r, uint64_t end, struct scar_error *err)
+{
+	while (r->ipos == r->ilen && !r->eof) {
+		ssize_t k = read(r->fd, r->ibuf, IBUF_LEN);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return scar_error_set_errno(err, errno, r->name, "cannot read '%s'", r->name);
+		if (k == 0)
+			r->eof = 1;
+		r->ipos = 0;
+		r->ilen = (size_t)k;
+	}
+	if (r->ipos < r->ilen)
+		return rerr_at(r, err, SCAR_ECORRUPT, end, "data after the trailer");
 	return 0;
 }
 
@@ -1149,6 +1179,8 @@ static int read_index_and_trailer(struct scar_ckpt_reader *r, struct scar_error 
 	if (r->seekable && r->fsize != end)
 		return rerr_at(r, err, SCAR_ECORRUPT, end, "%llu bytes of garbage after the trailer",
 			       (unsigned long long)(r->fsize - end));
+	if (!r->seekable && (rc = stream_ends(r, end, err)))
+		return rc;
 	/* The stream has shown the index is right: keep it for random access. */
 	r->index = r->seen;
 	r->nindex = r->nseen;
@@ -1482,6 +1514,64 @@ static void hugepages(void *p, size_t n)
 #endif
 }
 
+/* ---- the memory guard ---- */
+
+static unsigned mem_factor = 1;
+
+void scar_ckpt_set_memory_factor(unsigned factor)
+{
+	mem_factor = factor ? factor : 1;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+uint64_t scar_ckpt_memory_limit(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t lim = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : UINT64_MAX;
+	int which[] = { RLIMIT_AS, RLIMIT_DATA };
+	struct rlimit rl;
+
+	for (size_t i = 0; i < sizeof(which) / sizeof(which[0]); i++)
+		if (getrlimit(which[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (uint64_t)rl.rlim_cur < lim)
+			lim = (uint64_t)rl.rlim_cur;
+	return lim;
+}
+
+/*
+ * Loading makes every tensor dense: rows times row size, and a partial
+ * tensor's present map, one byte per row, whatever the file holds. Refuse,
+ * before allocating anything, what the tool (with its factor for the copies
+ * it keeps) could not hold: a few hundred bytes of metadata must not be able
+ * to make a tool allocate gigabytes it does not have.
+ */
+int scar_ckpt_reader_check_memory(const struct scar_ckpt_reader *r, struct scar_error *err)
+{
+	const struct scar_ckpt_info *in = &r->info;
+	uint64_t total = 0, need, lim = scar_ckpt_memory_limit();
+
+	for (size_t i = 0; i < in->ntensors; i++) {
+		const struct scar_ckpt_tensor_info *ti = &in->tensors[i];
+
+		total = add_sat(total, ti->rows * r->row_bytes[i]);
+		if (ti->rows_present < ti->rows)
+			total = add_sat(total, ti->rows);
+	}
+	need = total > UINT64_MAX / mem_factor ? UINT64_MAX : total * mem_factor;
+	if (need > lim)
+		return rerr(r, err, SCAR_ENOMEM,
+			    "loading needs %llu bytes of memory (%llu bytes of tensors and present "
+			    "maps%s%.0u), more than the %llu bytes available",
+			    (unsigned long long)need, (unsigned long long)total,
+			    mem_factor > 1 ? ", times " : "", mem_factor > 1 ? mem_factor : 0,
+			    (unsigned long long)lim);
+	return 0;
+}
+
 static int load_reader(struct scar_ckpt_reader *r, struct scar_state **out,
 		       struct scar_error *err)
 {
@@ -1499,21 +1589,8 @@ static int load_reader(struct scar_ckpt_reader *r, struct scar_state **out,
 		return rerr(r, err, SCAR_ECORRUPT,
 			    "metadata declares %llu bytes of rows, more than a %llu-byte file can hold",
 			    (unsigned long long)present_bytes, (unsigned long long)r->fsize);
-	/* A pipe cannot be measured: at least refuse what no memory could hold. */
-	{
-		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		uint64_t total = 0, mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-
-		for (size_t i = 0; i < in->ntensors; i++) {
-			uint64_t b = in->tensors[i].rows * r->row_bytes[i];
-
-			total = total + b < total ? UINT64_MAX : total + b;
-		}
-		if (mem && total > mem)
-			return rerr(r, err, SCAR_ENOMEM,
-				    "checkpoint declares %llu bytes of tensors, more than the %llu bytes of memory",
-				    (unsigned long long)total, (unsigned long long)mem);
-	}
+	if ((rc = scar_ckpt_reader_check_memory(r, err)))
+		return rc;
 	if ((rc = scar_state_new(&st, in->model, err)))
 		return rc;
 	st->iteration = in->iteration;

@@ -460,6 +460,8 @@ static int load_whole(struct side *s, struct scar_error *err)
 	struct scar_ckpt_section sec;
 	int rc;
 
+	if ((rc = scar_ckpt_reader_check_memory(s->rd, err)) < 0)
+		return rc;
 	rc = scar_state_new(&st, in->model, err);
 	if (rc < 0)
 		return rc;

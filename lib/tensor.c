@@ -188,10 +188,13 @@ int scar_tensor_init_present(struct scar_tensor *t, int value, struct scar_error
 	uint64_t rows = scar_tensor_rows(t);
 
 	free(t->present);
-	t->present = malloc(rows ? rows : 1);
+	/* calloc for "absent": the pages of rows never marked present are never
+	 * touched, so a partial checkpoint's absent rows cost no memory. */
+	t->present = value ? malloc(rows ? rows : 1) : calloc(rows ? rows : 1, 1);
 	if (!t->present)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	memset(t->present, value ? 1 : 0, rows);
+	if (value)
+		memset(t->present, 1, rows);
 	return 0;
 }
 

@@ -75,6 +75,21 @@ int scar_ckpt_load(const char *path, struct scar_state **out, struct scar_error 
 int scar_ckpt_load_fd(int fd, const char *name, struct scar_state **out,
 		      struct scar_error *err);
 
+/*
+ * The memory guard of scar_ckpt_load: loading makes every tensor dense, so
+ * a checkpoint is loaded only when what its tensor table declares (rows times
+ * row size, plus one byte per row of a partial tensor's present map), times
+ * the caller's factor, is at most scar_ckpt_memory_limit(); otherwise
+ * SCAR_ENOMEM, saying so, before anything is allocated. A program that keeps
+ * copies of what it loads sets its factor once, before loading (default 1).
+ */
+void scar_ckpt_set_memory_factor(unsigned factor);
+/* The smaller of physical memory and the RLIMIT_AS and RLIMIT_DATA limits. */
+uint64_t scar_ckpt_memory_limit(void);
+/* That check on an open reader, for code that builds a state from its sections. */
+struct scar_ckpt_reader;
+int scar_ckpt_reader_check_memory(const struct scar_ckpt_reader *r, struct scar_error *err);
+
 /* ---- streaming reader: one section in memory at a time ---- */
 
 /* One entry of the tensor table (metadata only). */
