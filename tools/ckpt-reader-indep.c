@@ -8,7 +8,9 @@
  *	NAME ROW V0 V1 ...		(one line per present row, in table order)
  *
  * Floats are printed with %.9g (f32) or %.17g (f64), so they read back
- * exactly. Exit 0 ok, 1 the checkpoint is damaged, 2 usage or I/O error.
+ * exactly. Exit 0 ok, 1 the checkpoint is damaged, 2 it is unsupported
+ * (scar-ckpt(5): unknown flags, dtype, role or shard rule), or a usage or
+ * I/O error.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +27,21 @@ static _Noreturn void bad(const char *what)
 {
 	fprintf(stderr, "ckpt-reader-indep: offset %" PRIu64 ": %s\n", pos, what);
 	exit(1);
+}
+
+/* Not damage: something a later 1.x may define. */
+static _Noreturn void unsupported(const char *what)
+{
+	fprintf(stderr, "ckpt-reader-indep: offset %" PRIu64 ": unsupported: %s\n", pos, what);
+	exit(2);
+}
+
+/* An integer (no fraction or exponent) of at least 0, or damage. */
+static uint64_t uint_of(json_t *x, const char *what)
+{
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		bad(what);
+	return (uint64_t)json_integer_value(x);
 }
 
 static uint32_t crc32c(const unsigned char *p, size_t n, uint32_t c)
@@ -100,7 +117,7 @@ static size_t dtype_size(const char *d)
 	for (int i = 0; i < 7; i++)
 		if (strcmp(d, n[i]) == 0)
 			return s[i];
-	bad("unknown dtype");
+	unsupported("unknown dtype");
 }
 
 static void print_elem(const struct tensor *t, const unsigned char *p)
@@ -132,6 +149,8 @@ static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char
 	if (!buf)
 		bad("out of memory");
 	rd(buf, stored);
+	if (flags >> 3 || (flags & 6 && !(flags & 1)))
+		unsupported("section flags");
 	if (!(flags & 1)) {
 		if (flags || stored != raw + 4 || crc32c(buf, raw, 0) != le(buf + raw, 4))
 			bad("raw section: bad flags, length or CRC");
@@ -141,6 +160,10 @@ static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char
 		LZ4F_dctx *dc;
 		size_t dn = raw, sn = stored, r;
 
+		uint64_t bs = (uint64_t)65536 << (2 * b);
+
+		if (stored > 4119 + raw + 8 * ((raw + bs - 1) / bs))
+			bad("LZ4 section longer than the bound");
 		if (flags >> 3 || raw == 0 || stored < 23 || le(buf, 4) != 0x184D2204u ||
 		    buf[4] != 0x7C || buf[5] != (4 + b) << 4 || le(buf + 6, 8) != raw)
 			bad("LZ4 section: bad flags or frame header");
@@ -156,7 +179,7 @@ static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char
 
 int main(int argc, char **argv)
 {
-	unsigned char h[48], *meta, *idx;
+	unsigned char h[48], *meta, *idx, meta_minor[2];
 	json_t *m, *tv;
 	json_error_t je;
 	struct tensor *T;
@@ -180,6 +203,7 @@ int main(int argc, char **argv)
 		bad("header CRC");
 	if (le(h + 8, 2) != 1)
 		bad("unsupported major version");
+	memcpy(meta_minor, h + 10, 2);
 	rd(h, 8);
 	mlen = (uint32_t)le(h, 4);
 	if (mlen < 1 || mlen > (64u << 20))
@@ -191,11 +215,23 @@ int main(int argc, char **argv)
 	if (crc32c(meta, mlen, 0) != le(h + 4, 4))
 		bad("metadata CRC");
 	m = json_loadb((const char *)meta, mlen, JSON_REJECT_DUPLICATES, &je);
+	if (!m || strcmp(str(m, "format"), "scar-ckpt"))
+		bad("metadata");
+	/* Every key is required, in the page's order of checks. */
 	tv = json_object_get(m, "tensors");
-	S = (uint64_t)json_integer_value(json_object_get(m, "shards"));
-	if (!m || !json_is_array(tv) || S < 1 || S > 65536 ||
-	    strcmp(str(m, "format"), "scar-ckpt") ||
-	    strcmp(str(m, "shard_rule"), "row mod shards"))
+	if (uint_of(json_object_get(m, "version"), "metadata version") != 1 ||
+	    !json_is_string(json_object_get(m, "model")) ||
+	    strlen(str(m, "model")) > 127)
+		bad("metadata");
+	uint_of(json_object_get(m, "iteration"), "metadata iteration");
+	S = uint_of(json_object_get(m, "shards"), "metadata shards");
+	if (S < 1 || S > 65536 || !json_is_string(json_object_get(m, "shard_rule")))
+		bad("metadata");
+	if (strcmp(str(m, "shard_rule"), "row mod shards"))
+		unsupported("shard rule");
+	if ((strcmp(str(m, "kind"), "full") && strcmp(str(m, "kind"), "partial")) ||
+	    !json_is_object(json_object_get(m, "config")) ||
+	    !json_is_object(json_object_get(m, "extra")) || !json_is_array(tv))
 		bad("metadata");
 	nt = json_array_size(tv);
 	T = calloc(nt + 1, sizeof(*T));
@@ -206,16 +242,21 @@ int main(int argc, char **argv)
 
 		t->name = json_string_value(json_object_get(o, "name"));
 		t->dtype = json_string_value(json_object_get(o, "dtype"));
-		if (!t->name || !t->dtype || !json_is_array(shape) || json_array_size(shape) > 8)
+		if (!t->name || !t->dtype || !json_is_string(json_object_get(o, "role")) ||
+		    !json_is_array(shape) || !pr || json_array_size(shape) > 8)
 			bad("tensor table");
 		t->esz = dtype_size(t->dtype);
+		if (strcmp(str(o, "role"), "param") && strcmp(str(o, "role"), "state"))
+			unsupported("unknown role");
+		for (size_t d = 0; d < json_array_size(shape); d++)
+			uint_of(json_array_get(shape, d), "tensor shape");
 		t->rows = json_array_size(shape) ? (uint64_t)json_integer_value(json_array_get(shape, 0)) : 1;
 		t->rowelems = 1;
 		for (size_t d = 1; d < json_array_size(shape); d++)
 			t->rowelems *= (uint64_t)json_integer_value(json_array_get(shape, d));
 		t->rowb = t->rowelems * t->esz;
 		t->S = strcmp(str(o, "role"), "param") ? 1 : S;
-		if ((uint64_t)json_integer_value(json_object_get(o, "rows")) != t->rows ||
+		if (uint_of(json_object_get(o, "rows"), "tensor rows") != t->rows ||
 		    (t->rows && t->rowb > (1ull << 40) / t->rows))
 			bad("tensor rows");
 		t->data = calloc(t->rows * t->rowb + 1, 1);
@@ -231,6 +272,8 @@ int main(int argc, char **argv)
 			const char *b = json_string_value(json_object_get(pr, "bitmap"));
 			uint64_t nb = (t->rows + 7) / 8, bit = 0;
 
+			if (le(meta_minor, 2) < 1)
+				bad("present bitmap in a version 1.0 file");
 			if (!b || strlen(b) != 4 * ((nb + 2) / 3) ||
 			    strspn(b + strcspn(b, "="), "=") != (3 - nb % 3) % 3)
 				bad("present bitmap");
@@ -274,8 +317,14 @@ int main(int argc, char **argv)
 				continue;
 			rd(h, 48);
 			if (memcmp(h, "SCSE", 4) || crc32c(h, 44, 0) != le(h + 44, 4) ||
-			    le(h + 4, 4) != i || le(h + 8, 4) != s || le(h + 16, 8) != n ||
-			    le(h + 24, 8) != n * t->rowb || le(h + 40, 4))
+			    le(h + 4, 4) != i || le(h + 8, 4) != s || le(h + 16, 8) != n)
+				bad("section header");
+			/* flags and reserved field before the lengths (the order of checks) */
+			if (le(h + 12, 4) >> 3 || (le(h + 12, 4) & 6 && !(le(h + 12, 4) & 1)))
+				unsupported("section flags");
+			if (le(h + 40, 4))
+				unsupported("section reserved field");
+			if (le(h + 24, 8) != n * t->rowb)
 				bad("section header");
 			p = buf = malloc(n * t->rowb + 1);
 			payload((uint32_t)le(h + 12, 4), n * t->rowb, le(h + 32, 8), buf);
@@ -312,8 +361,10 @@ int main(int argc, char **argv)
 					bad("index entry");
 		rd(h, 32);
 		if (memcmp(h + 24, "SCAREND\n", 8) || crc32c(h, 20, 0) != le(h + 20, 4) ||
-		    le(h, 8) != ioff || le(h + 8, 8) != pos || le(h + 16, 4))
+		    le(h, 8) != ioff || le(h + 8, 8) != pos)
 			bad("trailer");
+		if (le(h + 16, 4))
+			unsupported("trailer flags");
 		if (fgetc(in) != EOF)
 			bad("data after the trailer");
 	}
