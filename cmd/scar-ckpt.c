@@ -22,6 +22,7 @@
 #include "scar/arrayfile.h"
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/file.h"
 #include "scar/perturb.h"
 #include "scar/shard.h"
 #include "scar/tensor.h"
@@ -150,12 +151,14 @@ static const struct cli_command commands[] = {
 	  "                  converts .npy input)\n"
 	  "  --help          show this help and exit\n"
 	  "  --iteration N   the checkpoint's iteration (default 0)\n"
-	  "  --model M       the model name (default none)\n"
-	  "  --name NAME     tensor name (one FILE only; default FILE's base name)\n"
+	  "  --model M       the model name (default none; at most 127 bytes)\n"
+	  "  --name NAME     tensor name (one FILE only; default FILE's base name;\n"
+	  "                  at most 127 bytes of UTF-8)\n"
 	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
 	  "  -o, --output OUT  the new checkpoint ('-' for stdout)\n"
 	  "  --role R        param (default) or state\n"
-	  "  --shape A,B,... the shape of raw input\n"
+	  "  --shape A,B,... the shape of raw input (a stream must hold exactly\n"
+	  "                  its bytes: more or fewer is an error)\n"
 	  "  --shards S      parameter shards (default 1)\n" },
 	{ "info", cmd_info,
 	  "[--help] [--json] [FILE | -]",
@@ -267,8 +270,7 @@ struct outfile {
 
 static void out_open(struct outfile *o, const char *path)
 {
-	const char *slash;
-	size_t dlen;
+	struct scar_error e;
 	int fd;
 
 	o->path = path;
@@ -284,22 +286,14 @@ static void out_open(struct outfile *o, const char *path)
 			cli_die("cannot open '%s': %s", path, strerror(errno));
 		return;
 	}
-	slash = strrchr(path, '/');
-	dlen = slash ? (size_t)(slash - path) + 1 : 0;
-	o->tmp = xmalloc(strlen(path) + 16);
-	sprintf(o->tmp, "%.*s.%s.tmp.XXXXXX", (int)dlen, path, path + dlen);
-	fd = mkstemp(o->tmp);
+	/* The library's temporary: the mode of the file replaced, removed on a signal. */
+	scar_error_clear(&e);
+	fd = scar_tmp_create(path, &o->tmp, &e);
 	if (fd < 0)
-		cli_die("cannot create '%s': %s", path, strerror(errno));
-	{
-		mode_t mask = umask(0);
-
-		umask(mask);
-		fchmod(fd, 0666 & ~mask);	/* as if made by open(2), not mkstemp's 0600 */
-	}
+		cli_die_error(&e);
 	o->f = fdopen(fd, "wb");
 	if (!o->f)
-		cli_die("cannot open '%s': %s", o->tmp, strerror(errno));
+		cli_die("cannot open '%s': %s", path, strerror(errno));
 }
 
 /* fsync the directory holding path, so that a rename into it is durable. */
@@ -361,11 +355,9 @@ static int out_close(struct outfile *o, int ok)
 		cli_warn("cannot rename to '%s': %s", o->path, strerror(errno));
 		ok = 0;
 	}
-	if (!ok)
-		unlink(o->tmp);
+	scar_tmp_done(o->tmp, !ok);
 	if (ok)
 		ok = sync_dir(o->path) == 0;
-	free(o->tmp);
 	return ok ? 0 : -1;
 }
 
@@ -587,32 +579,66 @@ static int verify_manifest(const char *path, struct scar_error *e)
 	return rc < 0 ? rc : 0;
 }
 
+/* s quoted for a terminal (scar/file.h) into a buffer that holds any name; caller frees. */
+static char *quoted(const char *s)
+{
+	size_t n = scar_quote_text(NULL, 0, s);
+	char *q = xmalloc(n + 1);
+
+	scar_quote_text(q, n + 1, s);
+	return q;
+}
+
+/* "label:      {json}", cut to 200 columns, quoted; "{}" when absent. */
+static void print_json_quoted(const char *label, const json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL, *q;
+
+	/* jansson escapes C0 controls but passes C1 and other bytes through. */
+	if (text && strlen(text) > 200)
+		strcpy(text + 197, "...");
+	q = quoted(text ? text : "{}");
+	printf("%-11s %s\n", label, q);
+	free(q);
+	free(text);
+}
+
+/*
+ * The human-readable description. Names come from the file: each is
+ * quoted (a tensor called "\e[2J" must not clear the screen, nor one
+ * holding "\n" forge a line); --json prints them exactly.
+ */
 static void info_text(const char *path, const struct scar_ckpt_info *in,
 		      const struct scar_ckpt_section_info *secs, size_t nsec,
 		      const uint64_t *traw, const uint64_t *tstored, uint64_t file_bytes)
 {
 	const json_t *extra = json_object_get(in->meta, "extra");
 	uint64_t raw = 0, stored = 0;
-	char shape[160];
+	char shape[160], **qn = xmalloc((in->ntensors + 1) * sizeof(*qn)), *qp, *qm;
 	int w = 6;
 	size_t i;
 
 	for (i = 0; i < in->ntensors; i++) {
-		int l = (int)strlen(in->tensors[i].name);
+		int l;
+
+		qn[i] = quoted(in->tensors[i].name);
+		l = (int)strlen(qn[i]);
 		raw += traw[i];
 		stored += tstored[i];
 		if (l > w)
 			w = l;
 	}
-	printf("file:       %s\n", path);
+	qp = quoted(path);
+	qm = quoted(in->model[0] ? in->model : "-");
+	printf("file:       %s\n", qp);
 	printf("version:    %d.%d\n", in->version, in->minor);
-	printf("model:      %s\n", in->model[0] ? in->model : "-");
+	printf("model:      %s\n", qm);
 	printf("iteration:  %llu\n", (unsigned long long)in->iteration);
 	printf("kind:       %s\n", kind_name(in->partial));
 	printf("shards:     %u\n", in->shards);
-	print_json_line("config:", in->config);
+	print_json_quoted("config:", in->config);
 	if (extra && json_object_size(extra))
-		print_json_line("extra:", extra);
+		print_json_quoted("extra:", extra);
 	printf("tensors:    %zu\n", in->ntensors);
 	printf("sections:   %zu\n", nsec);
 	printf("bytes:      %llu in file, %llu raw, %llu stored (ratio %.2f)\n\n",
@@ -628,25 +654,29 @@ static void info_text(const char *path, const struct scar_ckpt_info *in,
 		shape_text(shape, sizeof(shape), t->ndim, t->shape);
 		snprintf(pr, sizeof(pr), "%llu/%llu", (unsigned long long)t->rows_present,
 			 (unsigned long long)t->rows);
-		printf("%-*s  %-5s  %-5s  %-16s  %13s  %6u  %12llu  %12llu  %5.2f\n", w, t->name,
+		printf("%-*s  %-5s  %-5s  %-16s  %13s  %6u  %12llu  %12llu  %5.2f\n", w, qn[i],
 		       scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?",
 		       scar_role_name(t->role) ? scar_role_name(t->role) : "?", shape, pr,
 		       t->shards, (unsigned long long)traw[i], (unsigned long long)tstored[i],
 		       ratio(traw[i], tstored[i]));
 	}
-	if (!nsec)
-		return;
-	printf("\n%7s  %-*s  %5s  %10s  %12s  %12s  %12s  %5s  %s\n", "section", w, "tensor",
-	       "shard", "rows", "offset", "raw", "stored", "ratio", "codec");
+	if (nsec)
+		printf("\n%7s  %-*s  %5s  %10s  %12s  %12s  %12s  %5s  %s\n", "section", w, "tensor",
+		       "shard", "rows", "offset", "raw", "stored", "ratio", "codec");
 	for (i = 0; i < nsec; i++) {
 		const struct scar_ckpt_section_info *s = &secs[i];
-		const char *name = s->tensor < in->ntensors ? in->tensors[s->tensor].name : "?";
+		const char *name = s->tensor < in->ntensors ? qn[s->tensor] : "?";
 
 		printf("%7zu  %-*s  %5u  %10llu  %12llu  %12llu  %12llu  %5.2f  %s\n", i, w, name,
 		       s->shard, (unsigned long long)s->nrows, (unsigned long long)s->offset,
 		       (unsigned long long)s->raw_len, (unsigned long long)s->stored_len,
 		       ratio(s->raw_len, s->stored_len), s->compressed ? "lz4" : "raw");
 	}
+	for (i = 0; i < in->ntensors; i++)
+		free(qn[i]);
+	free(qn);
+	free(qp);
+	free(qm);
 }
 
 static void info_json(const char *path, const struct scar_ckpt_info *in,
@@ -814,8 +844,11 @@ static int cmd_verify(int argc, char **argv)
 		else
 			rc = scar_ckpt_verify(path, &e);
 		if (rc == 0) {
-			if (!quiet)
-				printf("%s: ok\n", path);
+			if (!quiet) {
+				/* A file named "a\nb.ckpt: ok" must not forge a second line. */
+				scar_fputs_quoted(path, stdout);
+				fputs(": ok\n", stdout);
+			}
 			continue;
 		}
 		warn_err(path, &e);
@@ -982,7 +1015,9 @@ static void place_rows(const struct scar_ckpt_section *sec, const uint64_t *sel,
 		const uint64_t *hit = bsearch(&sec->rows[i], sel, nsel, sizeof(*sel), cmp_u64);
 
 		if (hit) {
-			memcpy(out + (size_t)(hit - sel) * rb, src + i * rb, rb);
+			/* A zero-width row has no bytes; its section's data may be NULL. */
+			if (rb)
+				memcpy(out + (size_t)(hit - sel) * rb, src + i * rb, rb);
 			(*placed)++;
 		}
 	}
@@ -1051,7 +1086,9 @@ static int cmd_export(int argc, char **argv)
 		sl.shard = shard == UINT64_MAX ? -1 : (int64_t)shard;
 		sl.row_lo = a;
 		sl.row_hi = b;
-		if (scar_select_check_rows(t->name, t->rows, S, &sl, &e) < 0) {
+		/* A tensor of 0 rows exports as an empty array unless rows are asked for. */
+		if ((t->rows || a || b != UINT64_MAX || shard != UINT64_MAX) &&
+		    scar_select_check_rows(t->name, t->rows, S, &sl, &e) < 0) {
 			cli_warn("%s in '%s'", e.msg, path);
 			goto out;
 		}
@@ -1205,8 +1242,8 @@ out:
 
 /* ---- import ---- */
 
-/* n bytes from fd: 1 all of them, 0 end of file first, -errno a read error. */
-static int read_full(int fd, void *buf, size_t n)
+/* Up to n bytes from fd: the count (short only at the end of input), or -errno. */
+static ssize_t read_upto(int fd, void *buf, size_t n)
 {
 	unsigned char *p = buf;
 	size_t got = 0;
@@ -1222,33 +1259,15 @@ static int read_full(int fd, void *buf, size_t n)
 			break;
 		got += (size_t)k;
 	}
-	return (int)(got == n);
+	return (ssize_t)got;
 }
 
-/* Everything left on fd, in a buffer that grows with what actually arrives. */
-static unsigned char *read_rest(int fd, size_t *len, const char *name)
+/* n bytes from fd: 1 all of them, 0 end of file first, -errno a read error. */
+static int read_full(int fd, void *buf, size_t n)
 {
-	size_t cap = 1 << 20, n = 0;
-	unsigned char *p = xmalloc(cap);
+	ssize_t k = read_upto(fd, buf, n);
 
-	for (;;) {
-		ssize_t k;
-
-		if (n == cap) {
-			cap *= 2;
-			p = xrealloc(p, cap);
-		}
-		k = read(fd, p + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			cli_die("cannot read '%s': %s", name, strerror(errno));
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
-	*len = n;
-	return p;
+	return k < 0 ? (int)k : k == (ssize_t)n;
 }
 
 static void parse_shape(const char *s, int *ndim, uint64_t *shape)
@@ -1416,24 +1435,34 @@ static void unmap_tensor(struct mapping *m)
 	m->map = NULL;
 }
 
+/*
+ * One array from path: .npy (its header gives dtype and shape) or raw bytes
+ * (--dtype and --shape). A regular file must hold exactly the bytes the
+ * shape makes, by its size. A stream (stdin, a pipe, a device) is read up
+ * to exactly those bytes and no further: more input is refused, not read,
+ * so /dev/zero cannot run the tool out of memory.
+ */
 static struct scar_tensor *import_file(const char *path, const char *name,
 				       const struct import_opts *io, struct mapping *m)
 {
-	const char *why = NULL;
-	unsigned char head[10], *rest = NULL;
+	const char *why = NULL, *declared;
+	unsigned char head[10];
 	enum scar_dtype dtype = io->dtype;
-	uint64_t shape[SCAR_MAX_DIMS];
+	uint64_t shape[SCAR_MAX_DIMS], n_el, want;
 	struct scar_tensor *t = NULL;
 	struct scar_error e;
-	size_t rest_len = 0, hlen = 0, bytes, off = 0;
-	int fd, is_reg, npy = 0, swap = 0, ndim = io->ndim, rc, stdin_in = strcmp(path, "-") == 0;
+	size_t hlen = 0, bytes, off = 0, pre = 0;
+	int fd, is_reg, npy = 0, swap = 0, ndim = io->ndim, rc = 0, stdin_in = strcmp(path, "-") == 0;
+	ssize_t k;
 	struct stat st;
 	char *dict = NULL;
 	uint64_t fsize = 0;
 
-	fd = stdin_in ? STDIN_FILENO : open(path, O_RDONLY);
+	scar_error_clear(&e);
+	/* Never waits on a FIFO without a writer: that reads as empty input. */
+	fd = stdin_in ? STDIN_FILENO : scar_open_input(path, 0, &e);
 	if (fd < 0) {
-		cli_warn("cannot open '%s': %s", path, strerror(errno));
+		warn_err(path, &e);
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0) {
@@ -1447,31 +1476,28 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	is_reg = S_ISREG(st.st_mode);
 	fsize = (uint64_t)st.st_size;
 	memcpy(shape, io->shape, sizeof(shape));
-	if (!is_reg) {
-		rest = read_rest(fd, &rest_len, path);
-		fsize = rest_len;
-	}
 	/* An .npy file starts with "\x93NUMPY"; anything else is raw. */
-	if (fsize >= 10) {
-		if (is_reg) {
-			rc = read_full(fd, head, 10);
-			if (rc < 0)
-				goto ioerr;
-			if (rc == 0)
-				goto shrank;
-		} else {
-			memcpy(head, rest, 10);
+	if (!is_reg || fsize >= 10) {
+		if ((k = read_upto(fd, head, 10)) < 0) {
+			rc = (int)k;
+			goto ioerr;
 		}
-		npy = memcmp(head, "\x93NUMPY", 6) == 0;
-		if (!npy && is_reg && lseek(fd, 0, SEEK_SET) != 0) {
-			cli_warn("cannot read '%s': %s", path, strerror(errno));
-			goto fail;
+		if (is_reg && k < 10)
+			goto shrank;
+		pre = (size_t)k;
+		npy = pre == 10 && memcmp(head, "\x93NUMPY", 6) == 0;
+		if (!npy && is_reg) {
+			if (lseek(fd, 0, SEEK_SET) != 0) {
+				cli_warn("cannot read '%s': %s", path, strerror(errno));
+				goto fail;
+			}
+			pre = 0;
 		}
 	}
 	if (npy) {
-		uint64_t n_el;
 		enum scar_dtype ft;
 
+		pre = 0;
 		if (head[6] == 1) {
 			hlen = head[8] | (size_t)head[9] << 8;
 			off = 10;
@@ -1479,34 +1505,28 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 			unsigned char x[2];
 
 			/* A read error is no truncation: it is reported as what it is. */
-			if (is_reg && (rc = read_full(fd, x, 2)) < 0)
+			if ((rc = read_full(fd, x, 2)) < 0)
 				goto ioerr;
-			if (is_reg ? rc == 0 : rest_len < 12) {
+			if (rc == 0) {
 				why = "truncated header";
 				goto bad;
 			}
-			if (!is_reg)
-				memcpy(x, rest + 10, 2);
 			hlen = head[8] | (size_t)head[9] << 8 | (size_t)x[0] << 16 | (size_t)x[1] << 24;
 			off = 12;
 		} else {
 			why = "unsupported NPY version";
 			goto bad;
 		}
-		if (hlen > (1u << 20) || off + hlen > fsize) {
+		if (hlen > (1u << 20) || (is_reg && off + hlen > fsize)) {
 			why = "bad header length";
 			goto bad;
 		}
 		dict = xmalloc(hlen + 1);
-		if (is_reg) {
-			if ((rc = read_full(fd, dict, hlen)) < 0)
-				goto ioerr;
-			if (rc == 0) {
-				why = "truncated header";
-				goto bad;
-			}
-		} else {
-			memcpy(dict, rest + off, hlen);
+		if ((rc = read_full(fd, dict, hlen)) < 0)
+			goto ioerr;
+		if (rc == 0) {
+			why = "truncated header";
+			goto bad;
 		}
 		dict[hlen] = 0;
 		off += hlen;
@@ -1518,30 +1538,30 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 			goto fail;
 		}
 		n_el = elems_of(ndim, shape);
-		if (n_el == UINT64_MAX || n_el > (fsize - off) / scar_dtype_size(ft) ||
-		    n_el * scar_dtype_size(ft) != fsize - off) {
+		if (n_el == UINT64_MAX || n_el > UINT64_MAX / scar_dtype_size(ft) ||
+		    (is_reg && n_el * scar_dtype_size(ft) != fsize - off)) {
 			why = "data length does not match the shape";
 			goto bad;
 		}
 		dtype = ft;
+		declared = "its .npy header declares";
 	} else {
-		uint64_t n_el;
-
 		if (!dtype || io->ndim < 0) {
 			cli_warn("raw input '%s' needs --dtype and --shape", path);
 			goto fail;
 		}
 		n_el = elems_of(ndim, shape);
-		if (n_el == UINT64_MAX || n_el > fsize / scar_dtype_size(dtype) ||
-		    n_el * scar_dtype_size(dtype) != fsize) {
-			cli_warn("'%s': %llu bytes do not make a %s array of that shape (%llu bytes)",
-				 path, (unsigned long long)fsize, scar_dtype_name(dtype),
-				 n_el == UINT64_MAX ? 0ULL :
+		if (n_el == UINT64_MAX || n_el > UINT64_MAX / scar_dtype_size(dtype) ||
+		    (is_reg && n_el * scar_dtype_size(dtype) != fsize)) {
+			cli_warn("'%s': %s bytes do not make a %s array of that shape (%llu bytes)",
+				 path, is_reg ? "its" : "the", scar_dtype_name(dtype),
+				 n_el == UINT64_MAX || n_el > UINT64_MAX / scar_dtype_size(dtype) ? 0ULL :
 				 (unsigned long long)(n_el * scar_dtype_size(dtype)));
 			goto fail;
 		}
+		declared = "--dtype and --shape make";
 	}
-	scar_error_clear(&e);
+	want = n_el * scar_dtype_size(dtype);
 	if (scar_tensor_new(&t, name, dtype, io->role, ndim, shape, &e) < 0) {
 		warn_err(path, &e);
 		goto fail;
@@ -1567,13 +1587,41 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 		if (rc == 0)
 			goto shrank;
 	} else {
-		memcpy(t->data, rest + off, bytes);
+		unsigned char extra;
+
+		/*
+		 * Exactly the bytes declared, then one more read to see that the
+		 * stream ends. The tensor's pages are touched only as bytes arrive.
+		 */
+		if (pre > bytes)
+			goto toomuch;
+		memcpy(t->data, head, pre);
+		if ((k = read_upto(fd, (unsigned char *)t->data + pre, bytes - pre)) < 0) {
+			rc = (int)k;
+			goto ioerr;
+		}
+		if ((size_t)k < bytes - pre) {
+			cli_warn("'%s': input ends after %llu bytes of the %llu %s", path,
+				 (unsigned long long)(pre + (size_t)k), (unsigned long long)want,
+				 declared);
+			goto fail;
+		}
+		if ((k = read_upto(fd, &extra, 1)) < 0) {
+			rc = (int)k;
+			goto ioerr;
+		}
+		if (k)
+			goto toomuch;
 	}
 	if (swap)
 		bswap_data(t->data, (size_t)scar_tensor_elems(t), scar_dtype_size(dtype));
 	if (io->dtype && io->dtype != dtype)
 		convert_tensor(&t, io->dtype);
 	goto done;
+toomuch:
+	cli_warn("'%s': more input than the %llu bytes %s", path, (unsigned long long)want,
+		 declared);
+	goto fail;
 ioerr:
 	cli_warn("cannot read '%s': %s", path, strerror(-rc));
 	goto fail;
@@ -1588,7 +1636,6 @@ fail:
 done:
 	if (!stdin_in)
 		close(fd);
-	free(rest);
 	free(dict);
 	return t;
 }
@@ -1602,20 +1649,23 @@ static enum scar_dtype parse_dtype_opt(const char *s)
 	return t;
 }
 
-static void default_name(char *buf, size_t n, const char *path)
+/* The tensor name a file gives: its name without the extension; -1 when too long for buf. */
+static int default_name(char *buf, size_t n, const char *path)
 {
 	const char *base = strrchr(path, '/'), *dot;
+	int len;
 
 	if (strcmp(path, "-") == 0) {
 		snprintf(buf, n, "x");
-		return;
+		return 0;
 	}
 	base = base ? base + 1 : path;
 	dot = strrchr(base, '.');
 	if (dot && dot > base)
-		snprintf(buf, n, "%.*s", (int)(dot - base), base);
+		len = snprintf(buf, n, "%.*s", (int)(dot - base), base);
 	else
-		snprintf(buf, n, "%s", base);
+		len = snprintf(buf, n, "%s", base);
+	return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
 static int save_state(const struct scar_state *st, const char *out,
@@ -1709,11 +1759,15 @@ static int cmd_import(int argc, char **argv)
 		case OPT_DTYPE: io.dtype = parse_dtype_opt(optarg); break;
 		case OPT_ITERATION: iteration = cli_parse_u64("--iteration", optarg, 0, INT64_MAX); break;
 		case OPT_MODEL:
-			if (strlen(optarg) >= SCAR_NAME_MAX)
-				cli_usage_error("option '--model': name too long");
+			if (scar_name_check(optarg, "option '--model': model name", 1, &e) < 0)
+				cli_usage_error("%s", e.msg);
 			model = optarg;
 			break;
-		case OPT_NAME: name = optarg; break;
+		case OPT_NAME:
+			if (scar_name_check(optarg, "option '--name': tensor name", 0, &e) < 0)
+				cli_usage_error("%s", e.msg);
+			name = optarg;
+			break;
 		case OPT_NO_SYNC: sync = 0; break;
 		case 'o': out = optarg; break;
 		case OPT_ROLE:
@@ -1751,10 +1805,16 @@ static int cmd_import(int argc, char **argv)
 				goto out;
 			continue;
 		}
-		if (name)
+		scar_error_clear(&e);
+		if (name) {
 			snprintf(nm, sizeof(nm), "%s", name);
-		else
-			default_name(nm, sizeof(nm), path);
+		} else if (default_name(nm, sizeof(nm), path) < 0 ||
+			   scar_name_check(nm, "tensor name", 0, &e) < 0) {
+			/* Not cut short: two long names could end up one. */
+			cli_warn("'%s': %s; choose one with --name", path,
+				 e.msg[0] ? e.msg : "the tensor name from the file name is too long");
+			goto out;
+		}
 		t = import_file(path, nm, &io, &maps[nmaps]);
 		if (!t)
 			goto out;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "scar/arrayfile.h"
+#include "scar/ckpt.h"
 #include "scar/perturb.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -79,31 +80,14 @@ int scar_write_atomic(const char *path,
 		      void *ctx, struct scar_error *err)
 {
 	char *tmp;
-	size_t len;
 	int fd, rc;
-	mode_t mask;
 
 	if (!path || strcmp(path, "-") == 0)
 		return fn(STDOUT_FILENO, "(stdout)", ctx, err);
-	len = strlen(path);
-	tmp = malloc(len + 16);
-	if (!tmp)
-		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	memcpy(tmp, path, len);
-	memcpy(tmp + len, ".tmp.XXXXXX", 12);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot create a temporary file for '%s'",
-					  path);
-		free(tmp);
-		return rc;
-	}
-	mask = umask(0);
-	umask(mask);
-	if (fchmod(fd, 0666 & ~mask) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", tmp);
-		goto fail;
-	}
+	/* The temporary every writer uses (scar/ckpt.h): mode kept, removed on a signal. */
+	fd = scar_tmp_create(path, &tmp, err);
+	if (fd < 0)
+		return fd;
 	rc = fn(fd, path, ctx, err);
 	if (rc < 0)
 		goto fail;
@@ -121,7 +105,7 @@ int scar_write_atomic(const char *path,
 		rc = scar_error_set_errno(err, errno, path, "cannot rename onto '%s'", path);
 		goto fail;
 	}
-	free(tmp);
+	scar_tmp_done(tmp, 0);
 	if (fsync_dir(path) < 0)
 		return scar_error_set_errno(err, errno, path, "cannot sync the directory of '%s'",
 					    path);
@@ -129,8 +113,7 @@ int scar_write_atomic(const char *path,
 fail:
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
-	free(tmp);
+	scar_tmp_done(tmp, 1);
 	return rc;
 }
 
@@ -303,8 +286,12 @@ static void npy_stem(const char *path, char *out)
 		strcpy(out, "array");
 		return;
 	}
-	if (n >= SCAR_NAME_MAX)
+	if (n >= SCAR_NAME_MAX) {
 		n = SCAR_NAME_MAX - 1;
+		/* Not inside a UTF-8 character: the name must stay valid in JSON metadata. */
+		while (n > 1 && ((unsigned char)base[n] & 0xC0) == 0x80)
+			n--;
+	}
 	memcpy(out, base, n);
 	out[n] = 0;
 }

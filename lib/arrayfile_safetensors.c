@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "scar/arrayfile.h"
+#include "scar/ckpt.h"
 
 #define ROLE_KEY "scar.role."
 
@@ -95,9 +96,11 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 					    key);
 			goto out;
 		}
-		if (strlen(key) == 0 || strlen(key) >= SCAR_NAME_MAX) {
-			rc = scar_error_set(err, SCAR_EUNSUPPORTED,
-					    "safetensors tensor name '%.40s...' is empty or too long", key);
+		/* The writer's rule (scar_name_check), so what is read can be written. */
+		if (scar_name_check(key, "safetensors tensor name", 0, err) < 0) {
+			if (err)
+				err->code = SCAR_EUNSUPPORTED;
+			rc = SCAR_EUNSUPPORTED;
 			goto out;
 		}
 		strcpy(ti->name, key);

@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -312,8 +314,69 @@ static json_t *bitmap_json(const struct scar_tensor *t, uint64_t rows)
 	return j;
 }
 
+/* Length of the valid UTF-8 prefix of s, of n bytes (RFC 3629: no overlongs, surrogates). */
+static size_t utf8_valid(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned c = s[i], k, lo = 0x80, hi = 0xBF;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF) {
+			k = 1;
+		} else if (c >= 0xE0 && c <= 0xEF) {
+			k = 2;
+			if (c == 0xE0)
+				lo = 0xA0;
+			else if (c == 0xED)
+				hi = 0x9F;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			k = 3;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F;
+		} else {
+			break;
+		}
+		if (n - i <= k || s[i + 1] < lo || s[i + 1] > hi)
+			break;
+		for (unsigned j = 2; j <= k; j++)
+			if ((s[i + j] & 0xC0) != 0x80)
+				return i;
+		i += k + 1;
+	}
+	return i;
+}
+
+int scar_name_check(const char *name, const char *what, int may_be_empty,
+		    struct scar_error *err)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (!n && !may_be_empty)
+		return scar_error_set(err, SCAR_EINVAL, "%s is empty", what);
+	if (n >= SCAR_NAME_MAX)
+		return scar_error_set(err, SCAR_EINVAL,
+				      "%s '%.40s...' is too long: %zu bytes, at most %d", what, name,
+				      n, SCAR_NAME_MAX - 1);
+	if (utf8_valid((const unsigned char *)name, n) != n)
+		return scar_error_set(err, SCAR_EINVAL,
+				      "%s '%s' is not UTF-8 (byte %zu), as checkpoint metadata needs",
+				      what, name, utf8_valid((const unsigned char *)name, n));
+	return 0;
+}
+
 static int check_state(const struct scar_state *st, struct scar_error *err)
 {
+	int rc;
+
+	if ((rc = scar_name_check(st->model, "model name", 1, err)))
+		return rc;
 	if (st->shards < 1 || st->shards > SCAR_MAX_SHARDS)
 		return scar_error_set(err, SCAR_EINVAL, "shard count %u out of range 1..%u",
 				      st->shards, SCAR_MAX_SHARDS);
@@ -324,8 +387,9 @@ static int check_state(const struct scar_state *st, struct scar_error *err)
 	for (size_t i = 0; i < st->ntensors; i++) {
 		const struct scar_tensor *t = st->tensors[i];
 
-		if (!t || !t->name || !*t->name || strlen(t->name) >= SCAR_NAME_MAX ||
-		    !scar_dtype_size(t->dtype) || !scar_role_name(t->role) || t->ndim < 0 ||
+		if (t && t->name && (rc = scar_name_check(t->name, "tensor name", 0, err)))
+			return rc;
+		if (!t || !t->name || !scar_dtype_size(t->dtype) || !scar_role_name(t->role) || t->ndim < 0 ||
 		    t->ndim > SCAR_MAX_DIMS || !t->data)
 			return scar_error_set(err, SCAR_EINVAL, "tensor %zu is malformed", i);
 		for (int d = 0; d < t->ndim; d++)
@@ -790,6 +854,152 @@ out:
 	return rc;
 }
 
+/* ---- replacing a file: the temporary beside it ---- */
+
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+/*
+ * Temporaries of this process's writers, for the handler to remove when
+ * SIGINT, SIGTERM or SIGHUP ends the process, and for exit(3) (a tool that
+ * dies of an error mid-write). Fixed buffers: a handler may only call
+ * async-signal-safe functions (getpid, unlink, raise). The pid keeps a
+ * forked child from removing its parent's files.
+ */
+#define TMP_SLOTS 4
+static char tmp_path[TMP_SLOTS][PATH_MAX];
+static volatile sig_atomic_t tmp_used[TMP_SLOTS];
+static pid_t tmp_pid[TMP_SLOTS];
+static const int tmp_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void tmp_remove_all(void)
+{
+	pid_t me = getpid();
+
+	for (int i = 0; i < TMP_SLOTS; i++)
+		if (tmp_used[i] && tmp_pid[i] == me)
+			unlink(tmp_path[i]);
+}
+
+static void tmp_on_signal(int sig)
+{
+	int e = errno;
+
+	tmp_remove_all();
+	/* SA_RESETHAND has restored the default action: die of the signal as before. */
+	raise(sig);
+	errno = e;
+}
+
+/* Register tmp for removal on a signal; the slot, or -1 when all are taken. */
+static int tmp_register(const char *tmp)
+{
+	static int installed;
+
+	if (!installed) {
+		installed = 1;
+		atexit(tmp_remove_all);
+		for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++) {
+			struct sigaction old, sa;
+
+			/* A program that handles or ignores the signal keeps its way. */
+			if (sigaction(tmp_signals[k], NULL, &old) < 0 ||
+			    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+				continue;
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = tmp_on_signal;
+			sigemptyset(&sa.sa_mask);
+			sa.sa_flags = SA_RESETHAND;
+			sigaction(tmp_signals[k], &sa, NULL);
+		}
+	}
+	if (strlen(tmp) >= PATH_MAX)
+		return -1;
+	for (int i = 0; i < TMP_SLOTS; i++) {
+		if (tmp_used[i])
+			continue;
+		strcpy(tmp_path[i], tmp);
+		tmp_pid[i] = getpid();
+		/* The name is in place before the handler may look at it. */
+		atomic_signal_fence(memory_order_seq_cst);
+		tmp_used[i] = 1;
+		return i;
+	}
+	return -1;
+}
+
+char *scar_tmp_name(const char *path)
+{
+	static const char suffix[] = ".tmp.XXXXXX";
+	const char *base = strrchr(path, '/');
+	size_t dlen, blen, keep = NAME_MAX - 1 - (sizeof(suffix) - 1);
+	char *t;
+
+	base = base ? base + 1 : path;
+	dlen = (size_t)(base - path);
+	blen = strlen(base);
+	/* Cut the name so that the temporary's fits NAME_MAX whenever path's does. */
+	if (blen > keep)
+		blen = keep;
+	t = malloc(dlen + 1 + blen + sizeof(suffix));
+	if (t)
+		sprintf(t, "%.*s.%.*s%s", (int)dlen, path, (int)blen, base, suffix);
+	return t;
+}
+
+int scar_tmp_create(const char *path, char **tmp, struct scar_error *err)
+{
+	struct stat sb;
+	mode_t mode;
+	int fd;
+
+	*tmp = scar_tmp_name(path);
+	if (!*tmp)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	fd = mkstemp(*tmp);
+	if (fd < 0) {
+		int rc = scar_error_set_errno(err, errno, path,
+					      "cannot create a temporary file for '%s'", path);
+
+		free(*tmp);
+		*tmp = NULL;
+		return rc;
+	}
+	tmp_register(*tmp);
+	/* mkstemp makes 0600: keep the mode of the file replaced, or what open(2) with 0666 would give. */
+	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		mode = sb.st_mode & 0777;
+	} else {
+		mode = umask(0);
+		umask(mode);
+		mode = 0666 & ~mode;
+	}
+	if (fchmod(fd, mode) < 0) {
+		int rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", *tmp);
+
+		close(fd);
+		scar_tmp_done(*tmp, 1);
+		*tmp = NULL;
+		return rc;
+	}
+	return fd;
+}
+
+void scar_tmp_done(char *tmp, int remove)
+{
+	if (!tmp)
+		return;
+	if (remove)
+		unlink(tmp);
+	for (int i = 0; i < TMP_SLOTS; i++)
+		if (tmp_used[i] && strcmp(tmp_path[i], tmp) == 0) {
+			tmp_used[i] = 0;
+			break;
+		}
+	free(tmp);
+}
+
 /* The directory part of path ("." when none), malloc'd. */
 static char *dir_of(const char *path)
 {
@@ -815,7 +1025,6 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 	const char *base;
 	char *dir = NULL, *tmp = NULL;
 	int fd = -1, rc, e;
-	mode_t um;
 
 	if (opts)
 		o = *opts;
@@ -849,25 +1058,13 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 		return scar_error_set_at(err, SCAR_EINVAL, path, -1, -1,
 					 "checkpoint path '%s' names a directory", path);
 	dir = dir_of(path);
-	tmp = dir ? malloc(strlen(dir) + strlen(base) + 16) : NULL;
-	if (!tmp) {
+	if (!dir) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	sprintf(tmp, "%s/.%s.tmp.XXXXXX", dir, base);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot create a temporary file for '%s'",
-					  path);
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	/* mkstemp makes 0600; give the file the mode open(2) with 0666 would. */
-	um = umask(0);
-	umask(um);
-	if (fchmod(fd, 0666 & ~um) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", tmp);
+	if ((fd = scar_tmp_create(path, &tmp, err)) < 0) {
+		rc = fd;
+		fd = -1;
 		goto out;
 	}
 	if ((rc = scar_ckpt_write_fd(st, fd, path, &o, err)))
@@ -887,7 +1084,7 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 					  path);
 		goto out;
 	}
-	free(tmp);
+	scar_tmp_done(tmp, 0);
 	tmp = NULL;
 	if (o.sync) {
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -905,10 +1102,7 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 out:
 	if (fd >= 0)
 		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	scar_tmp_done(tmp, 1);
 	free(dir);
 	return rc;
 }

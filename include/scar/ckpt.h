@@ -65,6 +65,32 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		       const struct scar_ckpt_save_opts *opts, struct scar_error *err);
 
 /*
+ * Check a tensor or model name before it is written: at most
+ * SCAR_NAME_MAX - 1 bytes, valid UTF-8 (the metadata is JSON), not empty
+ * unless may_be_empty (a model name). what ("tensor name", "option
+ * '--name'") starts the message, which states the limit. SCAR_EINVAL.
+ */
+int scar_name_check(const char *name, const char *what, int may_be_empty,
+		    struct scar_error *err);
+
+/*
+ * The temporary file every writer replaces a file through (a checkpoint, an
+ * export, an .npy or safetensors file): "DIR/.BASE.tmp.XXXXXX" beside
+ * path, BASE its last component cut to its first 243 bytes so the
+ * temporary's name fits NAME_MAX (255) whenever path's does. scar_tmp_name
+ * returns that mkstemp template (malloc'd, NULL when out of memory).
+ * scar_tmp_create makes the file with the mode of the regular file it is
+ * to replace, else 0666 & ~umask, and has it removed should SIGINT,
+ * SIGTERM or SIGHUP (when their action is the default) end the process;
+ * it returns the descriptor and the name in *tmp, or a negative error.
+ * scar_tmp_done(tmp, 0) once it is renamed into place, (tmp, 1) to remove
+ * it; both free tmp.
+ */
+char *scar_tmp_name(const char *path);
+int scar_tmp_create(const char *path, char **tmp, struct scar_error *err);
+void scar_tmp_done(char *tmp, int remove);
+
+/*
  * Read a whole checkpoint into a new state, verifying every checksum. For
  * partial checkpoints the absent rows are zero and the tensors that lack rows
  * carry a present map (tensors with every row present have none). "-" reads
