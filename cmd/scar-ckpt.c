@@ -2225,7 +2225,8 @@ static int cmd_ls(int argc, char **argv)
 			v[nv].error = NULL;
 			v[nv].owned = 1;
 			scar_error_clear(&e);
-			if (scar_dist_manifest_read(names[i], &m, &e) == 0 &&
+			/* What DIR holds: a FIFO or a link out of it is damage, never followed or waited on. */
+			if (scar_dist_manifest_read_entry(names[i], &m, &e) == 0 &&
 			    scar_dist_manifest_verify(names[i], m, &e) == 0) {
 				size_t k;
 

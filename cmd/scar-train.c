@@ -169,6 +169,15 @@ static int is_rank0(void)
 #endif
 }
 
+/* A checkpoint --resume DIR passed over for an older one: which, and why. */
+static void resume_skipped(void *arg, const char *path, const struct scar_error *why)
+{
+	(void)arg;
+	if (is_rank0())
+		cli_warn("skipping checkpoint '%s': %s", path,
+			 why->msg[0] ? why->msg : scar_strerror(why->code));
+}
+
 static _Noreturn void list_models(void)
 {
 	const struct scar_model_def *const *m;
@@ -325,7 +334,8 @@ int main(int argc, char **argv)
 			cli_refuse_tty_stdin();
 		if (model_given || json_object_size(config))
 			cli_usage_error("--resume takes model and configuration from the checkpoint");
-		if (scar_dist_load_resume(resume_path, &resume, &skipped, used, sizeof(used), &err))
+		if (scar_dist_resume_load(resume_path, &resume, &skipped, used, sizeof(used),
+					  resume_skipped, NULL, &err))
 			cli_die_error(&err);
 		if (skipped)
 			cli_warn("skipped %zu damaged checkpoint%s in '%s'; resuming from '%s'", skipped,

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "scar/ckpt.h"
+#include "scar/file.h"
 
 static int entry_cmp(const void *a, const void *b)
 {
@@ -49,6 +51,7 @@ static int list_dir(const char *dir, int strict, struct scar_ckpt_entry **out, s
 		struct scar_ckpt_reader *r;
 		struct stat sb;
 		char *path;
+		int fd;
 
 		if (len < 6 || strcmp(de->d_name + len - 5, ".ckpt") || de->d_name[0] == '.')
 			continue;
@@ -74,7 +77,12 @@ static int list_dir(const char *dir, int strict, struct scar_ckpt_entry **out, s
 			continue;
 		}
 		scar_error_clear(&e2);
-		if ((rc = scar_ckpt_reader_open(&r, path, &e2))) {
+		/* Opened as a regular file: one swapped for a FIFO since the stat never blocks. */
+		if ((fd = scar_open_input(path, SCAR_OPEN_REGULAR, &e2)) < 0)
+			rc = fd;
+		else if ((rc = scar_ckpt_reader_open_fd(&r, fd, path, &e2)))
+			close(fd);
+		if (rc) {
 			/* Damage is skipped; an I/O error may hide an intact file. */
 			if (!strict || scar_error_is_damage(rc) ||
 			    (rc == SCAR_EIO && e2.errno_value == ENOENT)) {
@@ -94,6 +102,7 @@ static int list_dir(const char *dir, int strict, struct scar_ckpt_entry **out, s
 
 			if (!nv) {
 				scar_ckpt_reader_close(r);
+				close(fd);
 				free(path);
 				rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 				goto out;
@@ -107,6 +116,7 @@ static int list_dir(const char *dir, int strict, struct scar_ckpt_entry **out, s
 		v[cnt].size = (uint64_t)sb.st_size;
 		cnt++;
 		scar_ckpt_reader_close(r);
+		close(fd);
 	}
 	if (errno) {
 		rc = scar_error_set_errno(err, errno, dir, "cannot read directory '%s'", dir);

@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/file.h"
 #include "scar/shard.h"
 
 uint64_t scar_dist_part_lo(uint64_t n, uint32_t R, uint32_t P)
@@ -70,12 +73,30 @@ static void dir_of(const char *path, char *buf, size_t len)
 		snprintf(buf, len, "%.*s", (int)(slash - path), path);
 }
 
+/* The manifest's last bytes: ,"checksum":"HHHHHHHH"}\n (see scar-ckpt(5) MANIFESTS). */
+#define SUM_HEAD ",\"checksum\":\""
+#define SUM_LEN (sizeof(SUM_HEAD) - 1 + 8 + 3)
+
+/* Directory and base name of path, the temporary "DIR/.BASE.tmp.PID" into buf; -1 when too long. */
+static int temp_name(char *buf, size_t len, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	int n;
+
+	if (base)
+		n = snprintf(buf, len, "%.*s/.%s.tmp.%ld", (int)(base - path), path, base + 1,
+			     (long)getpid());
+	else
+		n = snprintf(buf, len, ".%s.tmp.%ld", path, (long)getpid());
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *m, int sync,
 			     struct scar_error *err)
 {
 	json_t *files = json_array(), *obj = NULL;
-	char tmp[4096], dir[4096], *text = NULL;
-	int rc = 0, fd = -1;
+	char tmp[4096], dir[4096], *text = NULL, *full = NULL;
+	int rc = 0, fd = -1, made = 0;
 	size_t len;
 
 	if (!files)
@@ -101,19 +122,28 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp)) {
+	/* The object without its closing brace, then the checksum of exactly those bytes. */
+	len = strlen(text) - 1;
+	if (!(full = malloc(len + SUM_LEN + 1))) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(full, text, len);
+	snprintf(full + len, SUM_LEN + 1, SUM_HEAD "%08lx\"}\n",
+		 (unsigned long)scar_crc32c(0, full, len));
+	len += SUM_LEN;
+	if (temp_name(tmp, sizeof(tmp), path)) {
 		rc = scar_error_set(err, SCAR_EINVAL, "manifest name too long '%s'", path);
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		rc = scar_error_set_errno(err, errno, tmp, "cannot create '%s'", tmp);
 		goto out;
 	}
-	len = strlen(text);
-	text[len] = '\n';	/* json_dumps leaves room for the NUL; it is not written */
-	for (size_t off = 0; off < len + 1;) {
-		ssize_t w = write(fd, text + off, len + 1 - off);
+	made = 1;
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, full + off, len - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -138,6 +168,7 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 					  path);
 		goto out;
 	}
+	made = 0;
 	if (sync) {
 		int dfd;
 
@@ -151,9 +182,10 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 out:
 	if (fd >= 0)
 		close(fd);
-	if (rc)
+	if (made)
 		unlink(tmp);
 	free(text);
+	free(full);
 	if (obj)
 		json_decref(obj);
 	else
@@ -172,27 +204,169 @@ static int get_uint(const json_t *o, const char *key, uint64_t max, uint64_t *ou
 	return 0;
 }
 
-int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
-			    struct scar_error *err)
+/* Nonzero when every member of o is one of keys (NULL-terminated). */
+static int only_keys(json_t *o, const char *const *keys)
 {
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v) {
+		size_t i;
+
+		for (i = 0; keys[i] && strcmp(keys[i], k); i++)
+			;
+		if (!keys[i])
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A rank file's name: one plain name in the manifest's directory. No '/',
+ * no leading '.' (so neither "." nor ".." nor a hidden temporary), no
+ * control characters, and a checkpoint's suffix.
+ */
+static int good_file_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 6 || s[0] == '.' || strcmp(s + n - 5, ".ckpt"))
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c == '/' || *c < 0x20 || *c == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* The whole of a regular file of at most SCAR_DIST_MANIFEST_MAX bytes, NUL-terminated. */
+static int slurp(const char *path, int flags, char **out, size_t *len, struct scar_error *err)
+{
+	char *buf = NULL;
+	size_t n = 0, cap = 4096;
+	int fd, rc = 0;
+
+	*out = NULL;
+	if ((fd = scar_open_input(path, flags | SCAR_OPEN_REGULAR, err)) < 0)
+		return fd;
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap || !buf) {
+			char *nb;
+
+			if (buf)
+				cap *= 2;
+			if (!(nb = realloc(buf, cap))) {
+				rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+				break;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = scar_error_set_errno(err, errno, path, "cannot read '%s'", path);
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > SCAR_DIST_MANIFEST_MAX) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, path, -1, -1,
+					       "manifest: larger than %u bytes", SCAR_DIST_MANIFEST_MAX);
+			break;
+		}
+	}
+	close(fd);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* Why bytes b[0..n) do not end in a checksum member: an old manifest, a newer one, or damage. */
+static int no_checksum(const char *path, const char *b, size_t n, struct scar_error *err)
+{
+	json_error_t je;
+	json_t *root = json_loadb(b, n, 0, &je);
+	const char *fmt = json_string_value(json_object_get(root, "format"));
+	uint64_t v = 0;
+	int rc;
+
+	if (!root)
+		return scar_error_set_at(err, SCAR_EFORMAT, path, -1, je.line, "not a manifest: %s",
+					 je.text);
+	if (!fmt || strcmp(fmt, SCAR_DIST_MANIFEST_FORMAT))
+		rc = scar_error_set_at(err, SCAR_EFORMAT, path, -1, -1,
+				       "manifest: format is not '" SCAR_DIST_MANIFEST_FORMAT "'");
+	else if (get_uint(root, "version", INT32_MAX, &v) == 0 && v < 2)
+		rc = scar_error_set_at(err, SCAR_EFORMAT, path, -1, -1,
+				       "manifest version %llu has no checksum: written by an older scar, "
+				       "it is no longer read (see scar-ckpt(5), MANIFESTS)",
+				       (unsigned long long)v);
+	else if (v > SCAR_DIST_MANIFEST_VERSION)
+		rc = scar_error_set_at(err, SCAR_EVERSION, path, -1, -1,
+				       "manifest version %llu is newer than %d", (unsigned long long)v,
+				       SCAR_DIST_MANIFEST_VERSION);
+	else
+		rc = scar_error_set_at(err, SCAR_ECORRUPT, path, -1, -1,
+				       "manifest does not end in its checksum member");
+	json_decref(root);
+	return rc;
+}
+
+static int parse_manifest(const char *path, const char *b, size_t n,
+			  struct scar_dist_manifest **out, struct scar_error *err)
+{
+	static const char *const top_keys[] = { "format", "version", "model", "iteration", "clock",
+		"ranks", "shards", "kind", "files", "checksum", NULL };
+	static const char *const file_keys[] = { "rank", "name", "size", "crc32c", NULL };
+	const size_t head = sizeof(SUM_HEAD) - 1;
 	struct scar_dist_manifest *m = NULL;
+	unsigned long want = 0;
+	unsigned char *seen = NULL;
 	json_error_t je;
 	json_t *root, *files, *v;
 	const char *s;
+	uint32_t got;
 	uint64_t u;
 	size_t i;
 	int rc = 0;
 
 	*out = NULL;
-	root = json_load_file(path, 0, &je);
-	if (!root) {
-		if (access(path, R_OK) != 0)
-			return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
-		return scar_error_set_at(err, SCAR_EFORMAT, path, -1, je.line,
-					 "not a manifest: %s", je.text);
+	/*
+	 * The checksum first, over the exact bytes: every flip of a byte
+	 * before the member changes the CRC; every flip inside it breaks its
+	 * fixed form or changes the (lowercase hex) value it states.
+	 */
+	if (n < SUM_LEN + 2 || memcmp(b + n - SUM_LEN, SUM_HEAD, head) ||
+	    memcmp(b + n - 3, "\"}\n", 3))
+		return no_checksum(path, b, n, err);
+	for (i = n - SUM_LEN + head; i < n - 3; i++) {
+		unsigned char c = (unsigned char)b[i];
+
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return no_checksum(path, b, n, err);
+		want = want << 4 | (unsigned long)(c <= '9' ? c - '0' : c - 'a' + 10);
 	}
+	got = scar_crc32c(0, b, n - SUM_LEN);
+	if (got != want)
+		return scar_error_set_at(err, SCAR_ECORRUPT, path, -1, -1,
+					 "manifest checksum mismatch: it says %08lx, its bytes give %08lx",
+					 want, (unsigned long)got);
+	root = json_loadb(b, n, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return scar_error_set_at(err, SCAR_EFORMAT, path, -1, je.line, "not a manifest: %s",
+					 je.text);
 #define BAD(what) do { rc = scar_error_set_at(err, SCAR_EFORMAT, path, -1, -1, \
 					       "manifest: %s", what); goto out; } while (0)
+	if (!json_is_object(root))
+		BAD("not a JSON object");
 	s = json_string_value(json_object_get(root, "format"));
 	if (!s || strcmp(s, SCAR_DIST_MANIFEST_FORMAT))
 		BAD("format is not '" SCAR_DIST_MANIFEST_FORMAT "'");
@@ -204,6 +378,10 @@ int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
 				       (unsigned long long)u, SCAR_DIST_MANIFEST_VERSION);
 		goto out;
 	}
+	if (u != SCAR_DIST_MANIFEST_VERSION)
+		BAD("version 1 has no checksum member");
+	if (!only_keys(root, top_keys))
+		BAD("unknown member");
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
@@ -216,7 +394,7 @@ int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
 	if (get_uint(root, "iteration", INT64_MAX, &m->iteration) ||
 	    get_uint(root, "clock", INT64_MAX, &m->clock))
 		BAD("bad iteration or clock");
-	if (get_uint(root, "ranks", INT32_MAX, &u) || u < 1)
+	if (get_uint(root, "ranks", SCAR_DIST_MANIFEST_MAX, &u) || u < 1)
 		BAD("bad ranks");
 	m->ranks = (uint32_t)u;
 	if (get_uint(root, "shards", SCAR_MAX_SHARDS, &u) || u < 1)
@@ -227,22 +405,27 @@ int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
 		BAD("kind is not full or partial");
 	m->partial = strcmp(s, "partial") == 0;
 	files = json_object_get(root, "files");
-	if (!json_is_array(files) || json_array_size(files) < 1)
-		BAD("no files");
+	/* One file per rank: a rank file missing or listed twice is no checkpoint. */
+	if (!json_is_array(files) || json_array_size(files) != m->ranks)
+		BAD("files does not list one file per rank");
 	m->files = calloc(json_array_size(files), sizeof(*m->files));
-	if (!m->files) {
+	seen = calloc(m->ranks, 1);
+	if (!m->files || !seen) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
 	json_array_foreach(files, i, v) {
 		struct scar_dist_file *f = &m->files[i];
 
+		if (!json_is_object(v) || !only_keys(v, file_keys))
+			BAD("a file is not a rank, name, size and crc32c");
 		s = json_string_value(json_object_get(v, "name"));
-		if (!s || !*s || strlen(s) >= sizeof(f->name) || strchr(s, '/'))
-			BAD("a file has a bad name");
+		if (!s || strlen(s) >= sizeof(f->name) || !good_file_name(s))
+			BAD("a file has a bad name (a plain '*.ckpt' name in the manifest's directory)");
 		strcpy(f->name, s);
-		if (get_uint(v, "rank", m->ranks - 1, &u))
-			BAD("a file has a bad rank");
+		if (get_uint(v, "rank", m->ranks - 1, &u) || seen[u])
+			BAD("a file has a bad or repeated rank");
+		seen[u] = 1;
 		f->rank = (uint32_t)u;
 		if (get_uint(v, "size", INT64_MAX, &f->size))
 			BAD("a file has a bad size");
@@ -255,29 +438,51 @@ int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
 	*out = m;
 	m = NULL;
 out:
+	free(seen);
 	scar_dist_manifest_free(m);
 	json_decref(root);
 	return rc;
 }
 
-/* Size and CRC-32C of a whole file. */
-static int file_crc(const char *path, uint64_t *size, uint32_t *crc, struct scar_error *err)
+/* flags: SCAR_OPEN_NOFOLLOW for a manifest found in a directory (never through a link). */
+static int read_manifest(const char *path, int flags, struct scar_dist_manifest **out,
+			 struct scar_error *err)
+{
+	char *b;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	if ((rc = slurp(path, flags, &b, &n, err)))
+		return rc;
+	rc = parse_manifest(path, b, n, out, err);
+	free(b);
+	return rc;
+}
+
+int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
+			    struct scar_error *err)
+{
+	return read_manifest(path, 0, out, err);
+}
+
+int scar_dist_manifest_read_entry(const char *path, struct scar_dist_manifest **out,
+				  struct scar_error *err)
+{
+	return read_manifest(path, SCAR_OPEN_NOFOLLOW, out, err);
+}
+
+/* Size and CRC-32C of the rest of an open file. */
+static int fd_crc(int fd, const char *path, uint64_t *size, uint32_t *crc, struct scar_error *err)
 {
 	static const size_t bufsz = 1 << 20;
 	char *buf = malloc(bufsz);
-	int fd, rc = 0;
+	int rc = 0;
 	uint32_t c = 0;
 	uint64_t n = 0;
 
 	if (!buf)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1, "cannot open '%s': %s", path,
-				       strerror(errno));
-		free(buf);
-		return rc;
-	}
 	for (;;) {
 		ssize_t r = read(fd, buf, bufsz);
 
@@ -292,16 +497,40 @@ static int file_crc(const char *path, uint64_t *size, uint32_t *crc, struct scar
 		c = scar_crc32c(c, buf, (size_t)r);
 		n += (uint64_t)r;
 	}
-	close(fd);
 	free(buf);
 	*size = n;
 	*crc = c;
 	return rc;
 }
 
+/*
+ * Open path as a regular file (flags as scar_open_input's): a file that is
+ * not there is SCAR_ENOTFOUND, as scar_dist_file_crc promises.
+ */
+static int open_regular(const char *path, int flags, struct scar_error *err)
+{
+	struct scar_error e;
+	int fd;
+
+	scar_error_clear(&e);
+	fd = scar_open_input(path, flags | SCAR_OPEN_REGULAR, &e);
+	if (fd == SCAR_EIO && e.errno_value == ENOENT)
+		return scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1, "cannot open '%s': %s",
+					 path, strerror(ENOENT));
+	if (fd < 0 && err)
+		*err = e;
+	return fd;
+}
+
 int scar_dist_file_crc(const char *path, uint64_t *size, uint32_t *crc, struct scar_error *err)
 {
-	return file_crc(path, size, crc, err);
+	int fd = open_regular(path, 0, err), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = fd_crc(fd, path, size, crc, err);
+	close(fd);
+	return rc;
 }
 
 static int join(char *buf, size_t len, const char *dir, const char *name, struct scar_error *err)
@@ -311,53 +540,98 @@ static int join(char *buf, size_t len, const char *dir, const char *name, struct
 	return 0;
 }
 
+/*
+ * Open rank file f of a manifest in dir and check its size and CRC-32C;
+ * the descriptor is returned positioned at the start. A rank file is a
+ * regular file in the manifest's directory itself: a symbolic link is
+ * refused (its name cannot hold a '/', see good_file_name).
+ */
+static int open_checked(const char *dir, const struct scar_dist_file *f, char *p, size_t plen,
+			struct scar_error *err)
+{
+	uint64_t size;
+	uint32_t crc;
+	int fd, rc;
+
+	if ((rc = join(p, plen, dir, f->name, err)))
+		return rc;
+	if ((fd = open_regular(p, SCAR_OPEN_NOFOLLOW, err)) < 0)
+		return fd;
+	if ((rc = fd_crc(fd, p, &size, &crc, err)))
+		goto fail;
+	if (size != f->size) {
+		rc = scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
+				       "'%s' has %llu bytes, the manifest says %llu", p,
+				       (unsigned long long)size, (unsigned long long)f->size);
+		goto fail;
+	}
+	if (crc != f->crc32c) {
+		rc = scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
+				       "'%s' does not match the manifest's CRC-32C", p);
+		goto fail;
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		rc = scar_error_set_errno(err, errno, p, "cannot seek '%s'", p);
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return rc;
+}
+
 int scar_dist_manifest_verify(const char *path, const struct scar_dist_manifest *m,
 			      struct scar_error *err)
 {
 	char dir[4096], p[4096];
-	int rc;
+	int fd;
 
 	dir_of(path, dir, sizeof(dir));
 	for (size_t i = 0; i < m->nfiles; i++) {
-		uint64_t size;
-		uint32_t crc;
-
-		if ((rc = join(p, sizeof(p), dir, m->files[i].name, err)) ||
-		    (rc = file_crc(p, &size, &crc, err)))
-			return rc;
-		if (size != m->files[i].size)
-			return scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
-						 "'%s' has %llu bytes, the manifest says %llu", p,
-						 (unsigned long long)size,
-						 (unsigned long long)m->files[i].size);
-		if (crc != m->files[i].crc32c)
-			return scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
-						 "'%s' does not match the manifest's CRC-32C", p);
+		if ((fd = open_checked(dir, &m->files[i], p, sizeof(p), err)) < 0)
+			return fd;
+		close(fd);
 	}
 	return 0;
 }
 
-int scar_dist_manifest_load(const char *path, struct scar_state **out, struct scar_error *err)
+static int manifest_load(const char *path, int flags, struct scar_state **out,
+			 struct scar_error *err)
 {
 	struct scar_dist_manifest *m = NULL;
 	struct scar_state *base = NULL, *over = NULL;
 	char dir[4096], p[4096];
 	json_t *extra = NULL;
-	int rc;
+	int rc, fd;
 
 	*out = NULL;
-	if ((rc = scar_dist_manifest_read(path, &m, err)) ||
+	if ((rc = read_manifest(path, flags, &m, err)) ||
 	    (rc = scar_dist_manifest_verify(path, m, err)))
 		goto out;
 	dir_of(path, dir, sizeof(dir));
 	/* Rank order; rank 0's file carries the state tensors and the extra metadata. */
 	for (uint32_t r = 0; r < m->ranks; r++) {
 		for (size_t i = 0; i < m->nfiles; i++) {
+			struct scar_state *got;
+
 			if (m->files[i].rank != r)
 				continue;
-			if ((rc = join(p, sizeof(p), dir, m->files[i].name, err)) ||
-			    (rc = scar_ckpt_load(p, base ? &over : &base, err)))
+			/* Checked again on the descriptor read: what was verified is what loads. */
+			if ((fd = open_checked(dir, &m->files[i], p, sizeof(p), err)) < 0) {
+				rc = fd;
 				goto out;
+			}
+			rc = scar_ckpt_load_fd(fd, p, base ? &over : &base, err);
+			close(fd);
+			if (rc)
+				goto out;
+			got = over ? over : base;
+			if (strcmp(got->model, m->model) || got->iteration != m->iteration) {
+				rc = scar_error_set_at(err, SCAR_EMISMATCH, p, -1, -1,
+						       "'%s' is not part of the manifest's checkpoint",
+						       p);
+				goto out;
+			}
 			if (!over) {
 				extra = json_deep_copy(base->extra);
 				if (!extra) {
@@ -365,12 +639,6 @@ int scar_dist_manifest_load(const char *path, struct scar_state **out, struct sc
 					goto out;
 				}
 				continue;
-			}
-			if (strcmp(over->model, m->model) || over->iteration != m->iteration) {
-				rc = scar_error_set_at(err, SCAR_EMISMATCH, p, -1, -1,
-						       "'%s' is not part of the manifest's checkpoint",
-						       p);
-				goto out;
 			}
 			rc = scar_ckpt_apply(base, over, err);
 			scar_state_free(over);
@@ -400,6 +668,11 @@ out:
 	return rc;
 }
 
+int scar_dist_manifest_load(const char *path, struct scar_state **out, struct scar_error *err)
+{
+	return manifest_load(path, 0, out, err);
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -407,21 +680,190 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
-			  char *used_path, size_t used_len, struct scar_error *err)
+/*
+ * What a resume from a directory passes over with a warning: damage, an
+ * incomplete distributed checkpoint, a file that is gone or not a regular
+ * file. Anything else (EIO, no memory) may hide an intact newer
+ * checkpoint and stops the resume instead.
+ */
+static int passable(int rc, const struct scar_error *e)
 {
-	struct stat sb;
-	struct scar_state *plain = NULL;
-	char plain_used[4096] = "", best[4096] = "";
-	uint64_t best_iter = 0;
-	size_t bad = 0, plain_skipped = 0;
+	return scar_error_is_damage(rc) || rc == SCAR_ENOTFOUND || rc == SCAR_EMISMATCH ||
+	       (rc == SCAR_EIO && (e->errno_value == ENOENT || e->errno_value == ELOOP));
+}
+
+/*
+ * The checkpoint's own file is gone since readdir: ENOTFOUND for a single
+ * file (open_regular); for a manifest that means a rank file is missing, an
+ * incomplete checkpoint, while the manifest itself gone is EIO with ENOENT.
+ */
+static int gone(int rc, const struct scar_error *e, int manifest)
+{
+	return manifest ? rc == SCAR_EIO && e->errno_value == ENOENT : rc == SCAR_ENOTFOUND;
+}
+
+struct cand {
+	char *path;
+	uint64_t iteration;
+	int manifest, partial;
+};
+
+/* Newest first; on a tie a single file before a manifest, then by path, last first. */
+static int cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->iteration != y->iteration)
+		return x->iteration > y->iteration ? -1 : 1;
+	if (x->manifest != y->manifest)
+		return x->manifest - y->manifest;
+	return -strcmp(x->path, y->path);
+}
+
+/* Header and metadata of a single-file checkpoint, without hanging on what is not a file. */
+static int probe_file(const char *p, struct cand *c, struct scar_error *err)
+{
+	struct scar_ckpt_reader *r;
+	int fd = open_regular(p, 0, err), rc;
+
+	if (fd < 0)
+		return fd;
+	if (!(rc = scar_ckpt_reader_open_fd(&r, fd, p, err))) {
+		c->iteration = scar_ckpt_reader_info(r)->iteration;
+		c->partial = scar_ckpt_reader_info(r)->partial;
+		scar_ckpt_reader_close(r);
+	}
+	close(fd);
+	return rc;
+}
+
+static int load_file(const char *p, struct scar_state **out, struct scar_error *err)
+{
+	int fd = open_regular(p, 0, err), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = scar_ckpt_load_fd(fd, p, out, err);
+	close(fd);
+	return rc;
+}
+
+static int resume_dir(const char *path, struct scar_state **out, size_t *skipped,
+		      char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
+		      struct scar_error *err)
+{
+	struct cand *v = NULL;
+	size_t n = 0, bad = 0;
 	struct scar_error e2;
 	struct dirent *de;
 	DIR *d;
-	int rc, have = 0;
+	int rc = 0, found = 0;
+
+	if (!(d = opendir(path)))
+		return scar_error_set_errno(err, errno, path, "cannot open directory '%s'", path);
+	while ((errno = 0, de = readdir(d))) {
+		struct cand c = { NULL, 0, 0, 0 };
+		struct cand *nv;
+
+		if (de->d_name[0] == '.')
+			continue;
+		c.manifest = ends_with(de->d_name, ".manifest");
+		if (!c.manifest && (!ends_with(de->d_name, ".ckpt") ||
+				    scar_dist_is_rank_file(de->d_name)))
+			continue;
+		if (!(c.path = malloc(strlen(path) + strlen(de->d_name) + 2))) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			break;
+		}
+		sprintf(c.path, "%s/%s", path, de->d_name);
+		scar_error_clear(&e2);
+		if (c.manifest) {
+			struct scar_dist_manifest *m;
+
+			if (!(rc = read_manifest(c.path, SCAR_OPEN_NOFOLLOW, &m, &e2))) {
+				c.iteration = m->iteration;
+				c.partial = m->partial;
+				scar_dist_manifest_free(m);
+			}
+		} else {
+			rc = probe_file(c.path, &c, &e2);
+		}
+		if (rc) {
+			if (!passable(rc, &e2)) {
+				if (err)
+					*err = e2;
+				free(c.path);
+				break;
+			}
+			/* A file removed since readdir is simply gone (another run pruning). */
+			if (!gone(rc, &e2, c.manifest)) {
+				bad++;
+				if (skip)
+					skip(arg, c.path, &e2);
+			}
+			rc = 0;
+			free(c.path);
+			continue;
+		}
+		if (!(nv = realloc(v, (n + 1) * sizeof(*v)))) {
+			free(c.path);
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			break;
+		}
+		v = nv;
+		v[n++] = c;
+	}
+	if (!rc && errno)
+		rc = scar_error_set_errno(err, errno, path, "cannot read directory '%s'", path);
+	closedir(d);
+	if (!rc && n)
+		qsort(v, n, sizeof(*v), cand_cmp);
+	/* Newest first: a damaged or incomplete newest checkpoint gives way to an older one. */
+	for (size_t i = 0; !rc && !found && i < n; i++) {
+		if (v[i].partial)
+			continue;	/* no worker state: scar_train_resume_scan reports these */
+		scar_error_clear(&e2);
+		rc = v[i].manifest ? manifest_load(v[i].path, SCAR_OPEN_NOFOLLOW, out, &e2) :
+			load_file(v[i].path, out, &e2);
+		if (!rc) {
+			found = 1;
+			if (used_path)
+				snprintf(used_path, used_len, "%s", v[i].path);
+			break;
+		}
+		if (!passable(rc, &e2)) {
+			if (err)
+				*err = e2;
+			break;
+		}
+		if (!gone(rc, &e2, v[i].manifest)) {
+			bad++;
+			if (skip)
+				skip(arg, v[i].path, &e2);
+		}
+		rc = 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+	if (skipped)
+		*skipped = bad;
+	if (rc)
+		return rc;
+	if (!found)
+		return scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1,
+					 "no complete full checkpoint in directory '%s'%s", path,
+					 bad ? " (every one is damaged or incomplete)" : "");
+	return 0;
+}
+
+int scar_dist_resume_load(const char *path, struct scar_state **out, size_t *skipped,
+			  char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
+			  struct scar_error *err)
+{
+	struct stat sb;
 
 	*out = NULL;
-	scar_error_clear(&e2);
 	if (skipped)
 		*skipped = 0;
 	if (strcmp(path, "-") != 0 && ends_with(path, ".manifest")) {
@@ -431,68 +873,13 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 	}
 	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
 		return scar_train_load_resume(path, out, skipped, used_path, used_len, err);
+	return resume_dir(path, out, skipped, used_path, used_len, skip, arg, err);
+}
 
-	/* The newest complete full manifest. */
-	d = opendir(path);
-	if (!d)
-		return scar_error_set_errno(err, errno, path, "cannot open directory '%s'", path);
-	while ((de = readdir(d))) {
-		struct scar_dist_manifest *m;
-		char p[4096];
-
-		if (de->d_name[0] == '.' || !ends_with(de->d_name, ".manifest"))
-			continue;
-		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, de->d_name) >= sizeof(p))
-			continue;
-		if ((rc = scar_dist_manifest_read(p, &m, &e2))) {
-			/* As for single files: skip damage, stop at an I/O error. */
-			if (!scar_error_is_damage(rc) &&
-			    !(rc == SCAR_EIO && e2.errno_value == ENOENT)) {
-				closedir(d);
-				if (err)
-					*err = e2;
-				return rc;
-			}
-			bad++;
-			continue;
-		}
-		if (!m->partial && (!have || m->iteration > best_iter)) {
-			if (scar_dist_manifest_verify(p, m, NULL) == 0) {
-				have = 1;
-				best_iter = m->iteration;
-				snprintf(best, sizeof(best), "%s", p);
-			} else {
-				bad++;
-			}
-		}
-		scar_dist_manifest_free(m);
-	}
-	closedir(d);
-
-	rc = scar_train_load_resume(path, &plain, &plain_skipped, plain_used, sizeof(plain_used),
-				    &e2);
-	if (rc && rc != SCAR_ENOTFOUND) {
-		if (err)
-			*err = e2;
-		return rc;
-	}
-	if (rc == 0 && (!have || plain->iteration >= best_iter)) {
-		*out = plain;
-		if (used_path)
-			snprintf(used_path, used_len, "%s", plain_used);
-		if (skipped)
-			*skipped = bad + plain_skipped;
-		return 0;
-	}
-	scar_state_free(plain);
-	if (!have)
-		return scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1,
-					 "no complete full checkpoint in directory '%s'", path);
-	if (skipped)
-		*skipped = bad;
-	if (used_path)
-		snprintf(used_path, used_len, "%s", best);
-	return scar_dist_manifest_load(best, out, err);
+int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
+			  char *used_path, size_t used_len, struct scar_error *err)
+{
+	return scar_dist_resume_load(path, out, skipped, used_path, used_len, NULL, NULL, err);
 }
 
 int scar_dist_is_rank_file(const char *path)
@@ -566,7 +953,9 @@ int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n
 			break;
 		}
 		sprintf(p, "%s/%s", dir, de->d_name);
-		if (stat(p, &sb) < 0 || !S_ISREG(sb.st_mode) || scar_dist_manifest_read(p, &m, NULL) ||
+		/* Never through a link, never a FIFO: what the directory holds itself. */
+		if (lstat(p, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    read_manifest(p, SCAR_OPEN_NOFOLLOW, &m, NULL) ||
 		    scar_dist_manifest_verify(p, m, NULL)) {
 			scar_dist_manifest_free(m);
 			free(p);
@@ -606,4 +995,128 @@ out:
 	if (skipped)
 		*skipped = skip;
 	return 0;
+}
+
+/* ---- one writer per checkpoint directory ---- */
+
+/* The pid a lock file holds, 0 when it says none (yet). */
+static long lock_holder(int fd)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		char buf[32];
+		ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
+
+		if (r > 0) {
+			buf[r] = '\0';
+			return strtol(buf, NULL, 10);
+		}
+		nanosleep(&ts, NULL);	/* the holder writes its pid just after taking the lock */
+	}
+	return 0;
+}
+
+/*
+ * Temporaries of checkpoints (.ckpt-*.ckpt.tmp.*, scar_ckpt_save) and
+ * manifests (.ckpt-*.manifest.tmp.PID) that a killed writer left. Called
+ * holding the directory's lock, so no live writer owns any: every writer
+ * holds the lock while it writes. Files modified after the lock was taken
+ * are spared all the same. Best effort: a temporary that cannot be removed
+ * is only clutter, never read.
+ */
+static void remove_stale_temps(const char *dir, const struct timespec *start)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[4096];
+		struct stat sb;
+
+		if (strncmp(de->d_name, ".ckpt-", 6) != 0 ||
+		    (!strstr(de->d_name, ".ckpt.tmp.") && !strstr(de->d_name, ".manifest.tmp.")))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    (sb.st_mtim.tv_sec < start->tv_sec ||
+		     (sb.st_mtim.tv_sec == start->tv_sec && sb.st_mtim.tv_nsec < start->tv_nsec)))
+			unlink(path);
+	}
+	closedir(d);
+}
+
+int scar_dist_dir_lock(const char *dir, int *fd_out, struct scar_error *err)
+{
+	char path[4096], pid[32];
+	struct timespec start;
+	int fd = -1, n;
+
+	*fd_out = -1;
+	clock_gettime(CLOCK_REALTIME, &start);
+	if ((size_t)snprintf(path, sizeof(path), "%s/" SCAR_DIST_LOCK_NAME, dir) >= sizeof(path))
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
+	/* The file may be unlinked by a holder that is done: lock the file the name still names. */
+	for (int tries = 0;; tries++) {
+		struct stat a, b;
+
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+		if (fd < 0)
+			return scar_error_set_errno(err, errno, path, "cannot open the lock file '%s'",
+						    path);
+		if (fstat(fd, &a) < 0 || !S_ISREG(a.st_mode)) {
+			close(fd);
+			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
+						 "the lock file '%s' is not a regular file", path);
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			int e = errno;
+			long holder;
+
+			if (e != EWOULDBLOCK && e != EINTR) {
+				close(fd);
+				return scar_error_set_errno(err, e, path, "cannot lock '%s'", path);
+			}
+			holder = lock_holder(fd);
+			close(fd);
+			if (holder > 0)
+				return scar_error_set_at(err, SCAR_EIO, dir, -1, -1,
+							 "checkpoint directory '%s' is in use by another run (pid %ld holds '%s')",
+							 dir, holder, path);
+			return scar_error_set_at(err, SCAR_EIO, dir, -1, -1,
+						 "checkpoint directory '%s' is in use by another run (it holds '%s')",
+						 dir, path);
+		}
+		if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			break;
+		close(fd);
+		if (tries == 100)
+			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
+						 "cannot lock '%s': it keeps being replaced", path);
+	}
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+		int e = errno;
+
+		unlink(path);
+		close(fd);
+		return scar_error_set_errno(err, e, path, "cannot write the lock file '%s'", path);
+	}
+	remove_stale_temps(dir, &start);
+	*fd_out = fd;
+	return 0;
+}
+
+void scar_dist_dir_unlock(const char *dir, int fd)
+{
+	char path[4096];
+
+	if (fd < 0)
+		return;
+	/* Removed while still held: a writer that opened it meanwhile sees it replaced and retries. */
+	if ((size_t)snprintf(path, sizeof(path), "%s/" SCAR_DIST_LOCK_NAME, dir) < sizeof(path))
+		unlink(path);
+	close(fd);
 }

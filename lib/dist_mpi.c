@@ -1537,11 +1537,31 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 int scar_dist_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
 			struct scar_error *err)
 {
+	struct scar_error e;
+	int rc = 0, lock = -1;
+
 	if (!g_inited) {
 		memset(res, 0, sizeof(*res));
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "MPI is not running");
 	}
-	return core(o, res, err, NULL, NULL);
+	/* One writer per directory: rank 0 locks it for the run, every rank hears the outcome. */
+	if (o->ckpt_dir) {
+		scar_error_clear(&e);
+		if (g_rank == 0)
+			rc = scar_dist_dir_lock(o->ckpt_dir, &lock, &e);
+		MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+		if (rc) {
+			MPI_Bcast(&e, (int)sizeof(e), MPI_BYTE, 0, MPI_COMM_WORLD);
+			if (err)
+				*err = e;
+			memset(res, 0, sizeof(*res));
+			return rc;
+		}
+	}
+	rc = core(o, res, err, NULL, NULL);
+	if (o->ckpt_dir)
+		scar_dist_dir_unlock(o->ckpt_dir, lock);
+	return rc;
 }
 
 static int core(const struct scar_train_opts *o, struct scar_train_result *res,

@@ -3,7 +3,6 @@
  * iteration cost (see scar/train.h; the semantics are in scar-train(1)).
  */
 #include <errno.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,38 +59,6 @@ void scar_train_opts_init(struct scar_train_opts *o)
 	o->lose_count = 1;
 	o->cost_window = 1;
 	o->tool = "scar-train";
-}
-
-/*
- * A run killed while writing a checkpoint leaves its temporary file
- * (.ckpt-N.ckpt.tmp.XXXXXX, see scar_ckpt_save) behind. Remove those last
- * modified before this run started: no live writer of ours owns them (two
- * trainers sharing one directory are not supported anyway). Best effort:
- * a temporary that cannot be removed is only clutter, never read.
- */
-static void remove_stale_temps(const char *dir)
-{
-	struct timespec start;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	clock_gettime(CLOCK_REALTIME, &start);
-	while ((de = readdir(d))) {
-		char path[4096];
-		struct stat sb;
-
-		if (strncmp(de->d_name, ".ckpt-", 6) != 0 || !strstr(de->d_name, ".ckpt.tmp."))
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
-			continue;
-		if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    (sb.st_mtim.tv_sec < start.tv_sec ||
-		     (sb.st_mtim.tv_sec == start.tv_sec && sb.st_mtim.tv_nsec < start.tv_nsec)))
-			unlink(path);
-	}
-	closedir(d);
 }
 
 static int is_param(const struct scar_tensor *x)
@@ -243,8 +210,6 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 	int rc = 0, done = 0;
 
 	scar_train_ctx_init(&t, o, &one_process, res, err);
-	if (o->ckpt_dir)
-		remove_stale_temps(o->ckpt_dir);
 	if ((rc = scar_train_check_opts(o, t.def, err)) ||
 	    (rc = scar_train_reference(o, train_core, &ref, &nref, err)))
 		return rc;
@@ -280,7 +245,17 @@ out:
 int scar_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
 		   struct scar_error *err)
 {
-	return train_core(o, res, err, NULL, NULL);
+	int rc, lock = -1;
+
+	/* One writer per directory; holding the lock, the temporaries of dead writers go. */
+	if (o->ckpt_dir && (rc = scar_dist_dir_lock(o->ckpt_dir, &lock, err))) {
+		memset(res, 0, sizeof(*res));
+		return rc;
+	}
+	rc = train_core(o, res, err, NULL, NULL);
+	if (o->ckpt_dir)
+		scar_dist_dir_unlock(o->ckpt_dir, lock);
+	return rc;
 }
 
 json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,

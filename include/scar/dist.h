@@ -41,7 +41,9 @@ extern "C" {
 #endif
 
 #define SCAR_DIST_MANIFEST_FORMAT "scar-dist-manifest"
-#define SCAR_DIST_MANIFEST_VERSION 1
+#define SCAR_DIST_MANIFEST_VERSION 2	/* 2: ends in a checksum member; 1 is refused */
+#define SCAR_DIST_MANIFEST_MAX (16u << 20)	/* bytes a manifest may have */
+#define SCAR_DIST_LOCK_NAME ".scar.lock"	/* the writer's lock in a checkpoint directory */
 
 /* Rank that owns shard s when there are P ranks (P >= 1). */
 static inline uint32_t scar_dist_shard_owner(uint32_t s, uint32_t P)
@@ -92,25 +94,42 @@ int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t
 int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration);
 
 /*
- * Write m as JSON to path atomically (temporary file, fsync when sync,
- * rename, fsync of the directory when sync). The manifest is one compact
- * JSON object and a newline:
- *   {"format":"scar-dist-manifest","version":1,"model":...,"iteration":N,
+ * Write m as JSON to path atomically (temporary file .NAME.tmp.PID, fsync
+ * when sync, rename, fsync of the directory when sync). The manifest is
+ * one compact JSON object and a newline (scar-ckpt(5), MANIFESTS):
+ *   {"format":"scar-dist-manifest","version":2,"model":...,"iteration":N,
  *    "clock":K,"ranks":P,"shards":S,"kind":"full"|"partial",
- *    "files":[{"rank":R,"name":...,"size":B,"crc32c":C},...]}
+ *    "files":[{"rank":R,"name":...,"size":B,"crc32c":C},...],
+ *    "checksum":"HHHHHHHH"}
+ * where HHHHHHHH is the CRC-32C of every byte before ',"checksum"', in
+ * lowercase hexadecimal: any single-bit flip of the file is refused.
  */
 int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *m, int sync,
 			     struct scar_error *err);
 
-/* Read and check a manifest (format, version, fields); *out owns a new one. */
+/*
+ * Read and check a manifest (a regular file: a FIFO is refused, never
+ * waited on): its checksum, format, version and fields; each rank listed
+ * once, under a plain "*.ckpt" name in the manifest's own directory (no
+ * '/', no leading '.'). A version 1 manifest (no checksum) is refused,
+ * SCAR_EFORMAT. *out owns a new one.
+ */
 int scar_dist_manifest_read(const char *path, struct scar_dist_manifest **out,
 			    struct scar_error *err);
+/*
+ * The same for a manifest found in a directory listing: a symbolic link is
+ * refused too (SCAR_EFORMAT), as a directory's checkpoints are what it
+ * holds itself, not what its links point to.
+ */
+int scar_dist_manifest_read_entry(const char *path, struct scar_dist_manifest **out,
+				  struct scar_error *err);
 void scar_dist_manifest_free(struct scar_dist_manifest *m);
 
 /*
  * Check that every file the manifest at path lists exists next to it with
- * the listed size and CRC-32C. 0 when complete, SCAR_ECORRUPT or
- * SCAR_ENOTFOUND naming the file otherwise.
+ * the listed size and CRC-32C: a regular file, not a symbolic link. 0 when
+ * complete, SCAR_ECORRUPT, SCAR_ENOTFOUND or SCAR_EFORMAT (not a regular
+ * file) naming the file otherwise.
  */
 int scar_dist_manifest_verify(const char *path, const struct scar_dist_manifest *m,
 			      struct scar_error *err);
@@ -125,14 +144,36 @@ int scar_dist_manifest_load(const char *path, struct scar_state **out, struct sc
 
 /*
  * The resume source for scar-train: a manifest path is loaded as one; a
- * directory gives its newest complete checkpoint that is full - a complete
- * full manifest or a full single-file checkpoint (scar_train_load_resume),
- * whichever is newer; anything else goes to scar_train_load_resume.
- * Arguments as scar_train_load_resume's; incomplete manifests count as
- * skipped.
+ * directory gives its newest full checkpoint that loads - a manifest
+ * (complete: every rank file there with its size and CRC-32C, and of the
+ * manifest's model and iteration) or a single file, the single file first
+ * on a tie. Damaged, incomplete or unreadable-as-a-file ones (a FIFO, a
+ * symbolic link for a manifest) are passed over for the next older one:
+ * skip(arg, path, why) is called for each and *skipped counts them. An I/O
+ * error that may hide an intact newer checkpoint is returned instead;
+ * SCAR_ENOTFOUND when no full checkpoint loads. Anything else goes to
+ * scar_train_load_resume.
  */
+typedef void (*scar_dist_skip_fn)(void *arg, const char *path, const struct scar_error *why);
+int scar_dist_resume_load(const char *path, struct scar_state **out, size_t *skipped,
+			  char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
+			  struct scar_error *err);
+/* The same without the callback. */
 int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
 			  char *used_path, size_t used_len, struct scar_error *err);
+
+/*
+ * One writer per checkpoint directory: take an exclusive flock(2) on
+ * dir/.scar.lock (created, holding this process's pid) and keep it until
+ * scar_dist_dir_unlock. When another process holds it, SCAR_EIO with a
+ * message naming the holder's pid. Holding it, remove the temporaries
+ * killed writers left (.ckpt-*.ckpt.tmp.*, .ckpt-*.manifest.tmp.*): no
+ * live writer owns them. Readers take no lock. *fd is the lock's
+ * descriptor (close-on-exec).
+ */
+int scar_dist_dir_lock(const char *dir, int *fd, struct scar_error *err);
+/* Remove the lock file and release the lock; fd < 0 does nothing. */
+void scar_dist_dir_unlock(const char *dir, int fd);
 
 /* Nonzero when the file name of path is a rank file's, "*.rank-R.ckpt" (R decimal). */
 int scar_dist_is_rank_file(const char *path);
