@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "scar/diff.h"
+#include "scar/file.h"
 #include "cli.h"
 
 enum { OPT_ALL = 256, OPT_JSON, OPT_PER, OPT_STRICT, OPT_TENSOR, OPT_TEXT, OPT_TOLERANCE, OPT_TOP };
@@ -61,11 +62,38 @@ struct out {
 	int quiet;
 };
 
+/* A norm for people: "nan" whatever the NaN's sign bit (printf says "-nan"). */
+static const char *g(double v, int prec)
+{
+	static char buf[8][32];
+	static int next;
+	char *b = buf[next++ & 7];
+
+	if (isnan(v))
+		return "nan";
+	snprintf(b, sizeof(buf[0]), "%.*g", prec, v);
+	return b;
+}
+
+/*
+ * A name or path for the terminal: names come from the files, and control
+ * characters in them must not act (scar/file.h). Four rotating buffers.
+ */
+static const char *q(const char *s)
+{
+	static char buf[4][4 * SCAR_ERROR_FILE_MAX + 1];
+	static int next;
+	char *b = buf[next++ & 3];
+
+	scar_quote_text(b, sizeof(buf[0]), s);
+	return b;
+}
+
 static void pr_norms(const struct scar_norms *n)
 {
-	printf("l2 %-11.5g rel_l2 %-11.5g l1 %-11.5g linf %-11.5g changed %llu/%llu",
-	       n->l2, n->rel_l2, n->l1, n->linf, (unsigned long long)n->changed,
-	       (unsigned long long)n->elements);
+	printf("l2 %-11s rel_l2 %-11s l1 %-11s linf %-11s changed %llu/%llu",
+	       g(n->l2, 5), g(n->rel_l2, 5), g(n->l1, 5), g(n->linf, 5),
+	       (unsigned long long)n->changed, (unsigned long long)n->elements);
 }
 
 static int row_out(void *ctx, const struct scar_diff_result *r, const struct scar_diff_row *row)
@@ -75,7 +103,7 @@ static int row_out(void *ctx, const struct scar_diff_result *r, const struct sca
 	if (o->quiet)
 		return 0;
 	if (o->text) {
-		printf("%s row %llu shard %u: ", r->tensors[row->tensor].name,
+		printf("%s row %llu shard %u: ", q(r->tensors[row->tensor].name),
 		       (unsigned long long)row->row, row->shard);
 		pr_norms(&row->n);
 		putchar('\n');
@@ -95,9 +123,9 @@ static int row_out(void *ctx, const struct scar_diff_result *r, const struct sca
 
 static void side_text(const struct scar_diff_side *s)
 {
-	printf("'%s' (%s", s->path, s->kind);
+	printf("'%s' (%s", q(s->path), s->kind);
 	if (s->model[0])
-		printf(", %s", s->model);
+		printf(", %s", q(s->model));
 	if (s->has_iteration)
 		printf(", iteration %llu", (unsigned long long)s->iteration);
 	if (s->shards > 1)
@@ -116,7 +144,7 @@ static void text_report(const struct scar_diff_result *r)
 	for (size_t i = 0; i < r->ntensors; i++) {
 		const struct scar_diff_tensor *t = &r->tensors[i];
 
-		printf("tensor %-20s ", t->name);
+		printf("tensor %-20s ", q(t->name));
 		pr_norms(&t->n);
 		if (t->rows_only_a || t->rows_only_b)
 			printf(" missing %llu+%llu rows", (unsigned long long)t->rows_only_a,
@@ -131,16 +159,16 @@ static void text_report(const struct scar_diff_result *r)
 	if (r->ntop)
 		printf("top rows by L2 change:\n");
 	for (size_t i = 0; i < r->ntop; i++)
-		printf("  %s row %llu (shard %u): l2 %.6g linf %.6g\n",
-		       r->tensors[r->top[i].tensor].name, (unsigned long long)r->top[i].row,
-		       r->top[i].shard, r->top[i].n.l2, r->top[i].n.linf);
+		printf("  %s row %llu (shard %u): l2 %s linf %s\n",
+		       q(r->tensors[r->top[i].tensor].name), (unsigned long long)r->top[i].row,
+		       r->top[i].shard, g(r->top[i].n.l2, 6), g(r->top[i].n.linf, 6));
 	if (r->rows_only_a || r->rows_only_b)
 		printf("rows present in one side only: %llu in A, %llu in B (not compared)\n",
 		       (unsigned long long)r->rows_only_a, (unsigned long long)r->rows_only_b);
 	for (size_t i = 0; i < r->nonly_a; i++)
-		printf("tensor '%s' only in A\n", r->only_a[i]);
+		printf("tensor '%s' only in A\n", q(r->only_a[i]));
 	for (size_t i = 0; i < r->nonly_b; i++)
-		printf("tensor '%s' only in B\n", r->only_b[i]);
+		printf("tensor '%s' only in B\n", q(r->only_b[i]));
 }
 
 int main(int argc, char **argv)

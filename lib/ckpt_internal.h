@@ -147,4 +147,11 @@ int scar_ckpt_reader_next_mode(struct scar_ckpt_reader *r, struct scar_ckpt_sect
 /* Bytes of the regular file behind the reader, or UINT64_MAX for a pipe. */
 uint64_t scar_ckpt_reader_file_size(const struct scar_ckpt_reader *r);
 
+/*
+ * Check every checksum of section i of the index (file order) by seeking,
+ * keeping nothing, as scar_ckpt_verify does: for a reader that took only
+ * some sections and must vouch for the rest (scar-diff). A regular file only.
+ */
+int scar_ckpt_reader_check_section(struct scar_ckpt_reader *r, size_t i, struct scar_error *err);
+
 #endif

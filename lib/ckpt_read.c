@@ -1663,3 +1663,27 @@ int scar_ckpt_load(const char *path, struct scar_state **out, struct scar_error 
 	scar_ckpt_reader_close(r);
 	return rc;
 }
+
+/* ---- checking a section without keeping it (added for scar-diff) ---- */
+
+int scar_ckpt_reader_check_section(struct scar_ckpt_reader *r, size_t i, struct scar_error *err)
+{
+	const struct scar_ckpt_section_info *ix;
+	struct cursor c = { 1, 0 };
+	unsigned char m[4];
+	int n = scar_ckpt_reader_index(r, &ix, err), rc;
+
+	if (n < 0)
+		return n;
+	if (i >= (size_t)n)
+		return scar_error_set_at(err, SCAR_ENOTFOUND, r->name, -1, -1,
+					 "no section %zu", i);
+	c.pos = ix[i].offset;
+	if ((rc = in_read(r, &c, m, 4, "section header", err)))
+		return rc;
+	if (memcmp(m, CKPT_SEC_MAGIC, 4))
+		return rerr_at(r, err, SCAR_ECORRUPT, ix[i].offset, SECFMT "bad section magic", i,
+			       r->tinfo[ix[i].tensor].name, ix[i].shard);
+	return read_section(r, &c, ix[i].offset, i, ix[i].tensor, ix[i].shard, ix[i].nrows,
+			    CKPT_DECODE_DISCARD, NULL, NULL, &r->index[i], err);
+}

@@ -23,6 +23,7 @@
 #include "scar/ckpt.h"
 #include "scar/diff.h"
 #include "scar/shard.h"
+#include "ckpt_internal.h"
 
 #define BLOCK 1024		/* terms per plain partial sum */
 #define CHUNK ((size_t)256 << 10)	/* array bytes read at a time, per side */
@@ -56,24 +57,26 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct part *p)	\
 		for (; j + 4 <= m; j += 4) {					\
 			for (int k = 0; k < 4; k++) {				\
 				double u = (double)x[j + k], v = (double)y[j + k];	\
-				double d = u - v, ad = fabs(d);			\
+				int ne = memcmp(x + j + k, y + j + k, sizeof(T)) != 0;	\
+				double d = ne ? u - v : 0, ad = fabs(d);	\
 				s1[k] += ad;					\
 				s2[k] += d * d;					\
 				sa[k] += u * u;					\
 				sb[k] += v * v;					\
 				mm[k] = ad > mm[k] ? ad : mm[k];		\
-				c4[k] += x[j + k] != y[j + k];			\
+				c4[k] += (uint64_t)ne;				\
 			}							\
 		}								\
 		for (; j < m; j++) {						\
 			double u = (double)x[j], v = (double)y[j];		\
-			double d = u - v, ad = fabs(d);				\
+			int ne = memcmp(x + j, y + j, sizeof(T)) != 0;		\
+			double d = ne ? u - v : 0, ad = fabs(d);		\
 			s1[0] += ad;						\
 			s2[0] += d * d;						\
 			sa[0] += u * u;						\
 			sb[0] += v * v;						\
 			mm[0] = ad > mm[0] ? ad : mm[0];			\
-			c4[0] += x[j] != y[j];					\
+			c4[0] += (uint64_t)ne;					\
 		}								\
 		scar_sum_add(&L1, (s1[0] + s1[1]) + (s1[2] + s1[3]));		\
 		scar_sum_add(&L2, (s2[0] + s2[1]) + (s2[2] + s2[3]));		\
@@ -119,7 +122,14 @@ static void kern_f32(const void *va, const void *vb, uint64_t n, struct part *p)
 		for (; j + 4 <= m; j += 4) {
 			v2d u0 = { x[j], x[j + 1] }, u1 = { x[j + 2], x[j + 3] };
 			v2d v0 = { y[j], y[j + 1] }, v1 = { y[j + 2], y[j + 3] };
-			v2d d0 = u0 - v0, d1 = u1 - v1;
+			uint32_t xb[4], yb[4];
+
+			memcpy(xb, x + j, sizeof(xb));
+			memcpy(yb, y + j, sizeof(yb));
+			/* lanes whose bits differ: the others (Inf, NaN too) differ by 0 */
+			v2i n0 = (v2i){ xb[0], xb[1] } != (v2i){ yb[0], yb[1] };
+			v2i n1 = (v2i){ xb[2], xb[3] } != (v2i){ yb[2], yb[3] };
+			v2d d0 = (v2d)((v2i)(u0 - v0) & n0), d1 = (v2d)((v2i)(u1 - v1) & n1);
 			v2d a0 = (v2d)((v2i)d0 & absmask), a1 = (v2d)((v2i)d1 & absmask);
 			v2i g0 = a0 > mma, g1 = a1 > mmb;
 
@@ -133,18 +143,19 @@ static void kern_f32(const void *va, const void *vb, uint64_t n, struct part *p)
 			sbb += v1 * v1;
 			mma = (v2d)(((v2i)a0 & g0) | ((v2i)mma & ~g0));
 			mmb = (v2d)(((v2i)a1 & g1) | ((v2i)mmb & ~g1));
-			ca -= (v2i)(u0 != v0);
-			cb -= (v2i)(u1 != v1);
+			ca -= n0;
+			cb -= n1;
 		}
 		for (; j < m; j++) {
-			double u = x[j], v = y[j], d = u - v, ad = fabs(d);
+			int ne = memcmp(x + j, y + j, sizeof(*x)) != 0;
+			double u = x[j], v = y[j], d = ne ? u - v : 0, ad = fabs(d);
 
 			s1a[0] += ad;
 			s2a[0] += d * d;
 			saa[0] += u * u;
 			sba[0] += v * v;
 			mma[0] = ad > mma[0] ? ad : mma[0];
-			ca[0] += x[j] != y[j];
+			ca[0] += ne;
 		}
 		scar_sum_add(&L1, (s1a[0] + s1a[1]) + (s1b[0] + s1b[1]));
 		scar_sum_add(&L2, (s2a[0] + s2a[1]) + (s2b[0] + s2b[1]));
@@ -233,10 +244,16 @@ void scar_diff_acc_merge(struct scar_diff_acc *into, const struct scar_diff_acc 
 
 static double rel(double l2, double nb)
 {
-	if (isnan(l2) || isnan(nb))
+	if (isnan(l2))
+		return NAN;
+	if (l2 == 0)
+		return 0;	/* nothing moved, whatever ||B|| is (Inf or NaN too) */
+	if (isinf(l2))
+		return INFINITY;
+	if (isnan(nb))
 		return NAN;
 	if (nb == 0)
-		return l2 == 0 ? 0 : INFINITY;
+		return INFINITY;
 	return l2 / nb;
 }
 
@@ -299,6 +316,10 @@ struct side {
 	int fd, own_fd;		/* the one descriptor path was opened as */
 	struct scar_ckpt_reader *rd;
 	int seekable;
+	/* a seekable checkpoint's index, and which of its sections were decoded */
+	const struct scar_ckpt_section_info *idx;
+	size_t nidx;
+	unsigned char *decoded;
 	struct scar_arrayfile *af;
 	const struct scar_state *st;
 	struct scar_state *own_st;
@@ -320,6 +341,8 @@ static void side_release(struct side *s)
 	s->t = NULL;
 	scar_ckpt_reader_close(s->rd);
 	s->rd = NULL;
+	free(s->decoded);
+	s->decoded = NULL;
 	scar_arrayfile_close(s->af);
 	s->af = NULL;
 	if (s->own_fd)
@@ -594,10 +617,15 @@ static int side_open(struct side *s, const char *path, struct scar_error *err)
 		if (rc < 0)
 			return rc;
 		rc = scar_ckpt_reader_index(s->rd, &idx, err);
-		if (rc >= 0)
+		if (rc >= 0) {
 			s->seekable = 1;
-		else if (rc != SCAR_EUNSUPPORTED)
+			s->idx = idx;
+			s->nidx = (size_t)rc;
+			if (!(s->decoded = calloc(s->nidx + 1, 1)))
+				return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		} else if (rc != SCAR_EUNSUPPORTED) {
 			return rc;
+		}
 		scar_error_clear(err);
 		return side_from_ckpt(s, err);
 	}
@@ -614,6 +642,47 @@ static const char *kind_name(const struct side *s, int was_ckpt)
 	if (s->kind == SIDE_ARRAY)
 		return scar_arrayfile_format(s->af) == SCAR_ARRAY_NPY ? "npy" : "safetensors";
 	return s->kind == SIDE_CKPT ? "ckpt" : "state";
+}
+
+/* Note that the section (tensor, shard) of a seekable checkpoint was decoded, checksums and all. */
+static void mark_decoded(struct side *s, uint32_t tensor, uint32_t shard)
+{
+	size_t lo = 0, hi = s->nidx;
+
+	if (!s->decoded)
+		return;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->idx[mid].tensor < tensor ||
+		    (s->idx[mid].tensor == tensor && s->idx[mid].shard < shard))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nidx && s->idx[lo].tensor == tensor && s->idx[lo].shard == shard)
+		s->decoded[lo] = 1;
+}
+
+/*
+ * Damage anywhere is exit 2 in scar-diff(1), also in the sections it had no
+ * use for (state tensors, tensors the other side lacks): check theirs too,
+ * without keeping them. A streamed checkpoint was read whole already.
+ */
+static int check_rest(struct side *s, struct scar_error *err)
+{
+	if (s->kind != SIDE_CKPT || !s->decoded)
+		return 0;
+	for (size_t i = 0; i < s->nidx; i++) {
+		int rc;
+
+		if (s->decoded[i])
+			continue;
+		if ((rc = scar_ckpt_reader_check_section(s->rd, i, err)) < 0)
+			return rc;
+		s->decoded[i] = 1;
+	}
+	return 0;
 }
 
 /* ---- the comparison ---- */
@@ -849,6 +918,7 @@ static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 		}
 		if (rc < 0)
 			return rc;
+		mark_decoded(e->Q, (uint32_t)qt, shard);
 		have_qsec = 1;
 	}
 	for (uint64_t i = 0; i < nrows; i++) {
@@ -1070,6 +1140,10 @@ static int walk_ckpt(struct engine *e, struct scar_error *err)
 			rc = scar_ckpt_reader_section(e->P->rd, order[i].tensor, order[i].shard, &sec, err);
 			if (threaded)
 				pthread_join(th, NULL);
+			if (rc == 0)
+				mark_decoded(e->P, order[i].tensor, order[i].shard);
+			if (e->Q->kind == SIDE_CKPT && f.rc == 0)
+				mark_decoded(e->Q, f.tensor, f.shard);
 			if (rc == 0 && e->Q->kind == SIDE_CKPT && f.rc < 0) {
 				if (f.rc == SCAR_ENOTFOUND)
 					continue;
@@ -1408,9 +1482,12 @@ static int run(struct side *A, struct side *B, const struct scar_diff_opts *opts
 	case SIDE_ARRAY: rc = walk_array(&e, err); break;
 	case SIDE_STATE: rc = walk_state(&e, err); break;
 	}
+	if (rc == 0)
+		rc = check_rest(A, err);
+	if (rc == 0)
+		rc = check_rest(B, err);
 	if (rc < 0)
 		goto out;
-	/* a streamed Q must still be read to its end to check it */
 	finish(&e);
 	rc = 0;
 out:

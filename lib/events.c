@@ -44,6 +44,64 @@ static int push(struct scar_events *ev, size_t *cap, json_t *rec)
 	return 0;
 }
 
+/*
+ * Read one line into *buf (NUL-terminated, '\n' kept): its length, 0 at the
+ * end of the stream, -1 when it is longer than SCAR_EVENTS_LINE_MAX (not
+ * counting the newline), -2 out of memory, -3 a read error (errno kept).
+ * Not getline(3): it reads without limit, and glibc's says "end of
+ * stream" when it cannot grow its buffer.
+ */
+static ssize_t read_line(FILE *in, char **buf, size_t *cap)
+{
+	size_t n = 0;
+	int c, e = 0;
+
+	flockfile(in);
+	for (;;) {
+		c = getc_unlocked(in);
+		if (c == EOF) {
+			e = ferror(in) ? errno : 0;
+			break;
+		}
+		if (c != '\n' && n == SCAR_EVENTS_LINE_MAX) {
+			funlockfile(in);
+			return -1;
+		}
+		if (n + 2 > *cap) {
+			size_t ncap = *cap ? *cap * 2 : 4096;
+			char *nb;
+
+			if (ncap > SCAR_EVENTS_LINE_MAX + 2)
+				ncap = SCAR_EVENTS_LINE_MAX + 2;
+			if (!(nb = realloc(*buf, ncap))) {
+				funlockfile(in);
+				return -2;
+			}
+			*buf = nb;
+			*cap = ncap;
+		}
+		(*buf)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	funlockfile(in);
+	if (c == EOF && ferror(in)) {
+		errno = e;
+		return -3;
+	}
+	if (n)
+		(*buf)[n] = 0;
+	return (ssize_t)n;
+}
+
+/*
+ * Memory a parse of n bytes may need: jansson 2.14 can crash, not fail,
+ * when malloc returns NULL in the middle of a parse, so the reader first
+ * makes sure this much is there. "[0,0,...]" costs about 28 bytes per
+ * byte (a 24-byte integer and an array slot per two bytes).
+ */
+#define PARSE_RESERVE(n) (32 * (size_t)(n) + ((size_t)64 << 10))
+
 int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 		     struct scar_error *err)
 {
@@ -56,15 +114,47 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 
 	*out = NULL;
 	if (!ev)
-		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	while ((got = getline(&line, &len, in)) >= 0) {
+		return scar_error_set_at(err, SCAR_ENOMEM, name, -1, -1, "out of memory");
+	for (;;) {
 		json_error_t jerr;
 		json_t *rec, *type;
+		void *probe;
 
 		lineno++;
-		if (got == 0 || (got == 1 && line[0] == '\n'))
+		got = read_line(in, &line, &len);
+		if (got == -1) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, lineno,
+					       "line %lld longer than %zu bytes",
+					       (long long)lineno, SCAR_EVENTS_LINE_MAX);
+			goto out;
+		}
+		if (got == -2) {
+			rc = scar_error_set_at(err, SCAR_ENOMEM, name, -1, lineno,
+					       "line %lld: out of memory", (long long)lineno);
+			goto out;
+		}
+		if (got == -3) {
+			rc = scar_error_set_errno(err, errno, name, "cannot read the event stream");
+			if (err)
+				err->line = lineno;
+			goto out;
+		}
+		if (got == 0)
+			break;
+		if (got == 1 && line[0] == '\n')
 			continue;	/* tolerate blank lines */
+		if (!(probe = malloc(PARSE_RESERVE(got)))) {
+			rc = scar_error_set_at(err, SCAR_ENOMEM, name, -1, lineno,
+					       "line %lld: out of memory", (long long)lineno);
+			goto out;
+		}
+		free(probe);
 		rec = json_loadb(line, (size_t)got, JSON_DISABLE_EOF_CHECK, &jerr);
+		if (!rec && json_error_code(&jerr) == json_error_out_of_memory) {
+			rc = scar_error_set_at(err, SCAR_ENOMEM, name, -1, lineno,
+					       "line %lld: out of memory", (long long)lineno);
+			goto out;
+		}
 		if (!rec) {
 			rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, lineno,
 					       "not a JSON record: %s", jerr.text);
@@ -80,7 +170,9 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 		if (ev->n == 0) {
 			const char *fmt = json_string_value(json_object_get(rec, "format"));
 			json_t *ver = json_object_get(rec, "version");
+			json_int_t v = json_integer_value(ver);
 
+			/* v is read before rec (which owns ver) can be freed below */
 			if (strcmp(json_string_value(type), "header") != 0 || !fmt ||
 			    strcmp(fmt, SCAR_EVENTS_FORMAT) != 0 || !json_is_integer(ver)) {
 				json_decref(rec);
@@ -88,23 +180,20 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 						       "not a scar-events stream (first record is not its header)");
 				goto out;
 			}
-			if (json_integer_value(ver) > SCAR_EVENTS_VERSION) {
+			if (v > SCAR_EVENTS_VERSION) {
 				json_decref(rec);
 				rc = scar_error_set_at(err, SCAR_EVERSION, name, -1, lineno,
 						       "event stream version %lld is newer than %d",
-						       (long long)json_integer_value(ver), SCAR_EVENTS_VERSION);
+						       (long long)v, SCAR_EVENTS_VERSION);
 				goto out;
 			}
 		}
 		if (push(ev, &cap, rec)) {
 			json_decref(rec);
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			rc = scar_error_set_at(err, SCAR_ENOMEM, name, -1, lineno,
+					       "line %lld: out of memory", (long long)lineno);
 			goto out;
 		}
-	}
-	if (ferror(in)) {
-		rc = scar_error_set_errno(err, errno, name, "cannot read event stream");
-		goto out;
 	}
 	if (ev->n == 0)
 		rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, -1, "empty event stream");

@@ -3,9 +3,13 @@
  *
  * d = A - B elementwise, over the elements present in both:
  *   l1 = sum |d|, l2 = sqrt(sum d^2), linf = max |d|,
- *   rel_l2 = l2 / ||B|| (0 when both are 0, +inf when only ||B|| is),
- *   changed = elements with A != B (NaN counts as changed), elements compared.
- * Any NaN in d makes l1, l2 and linf NaN.
+ *   rel_l2 = l2 / ||B|| (0 when l2 is 0, +inf when l2 is Inf or ||B|| 0),
+ *   changed = elements whose bits differ, elements compared.
+ * Non-finite values (scar-diff(1) has the table): two elements with the
+ * same bits have d = 0, Inf and NaN alike, so identical files are equal.
+ * Otherwise d = A - B: an Inf against a finite value or the opposite Inf
+ * makes |d| Inf, and a NaN against anything with other bits makes d NaN,
+ * and l1, l2 and linf NaN. -0 and +0 differ in bits (changed) by d = 0.
  *
  * Accuracy: elements are converted to double and summed in blocks of at
  * most 1024 terms (four interleaved partial sums each); block sums are
@@ -23,6 +27,7 @@
 #ifndef SCAR_DIFF_H
 #define SCAR_DIFF_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -42,6 +47,11 @@ struct scar_sum {
 static inline void scar_sum_add(struct scar_sum *a, double x)
 {
 	double t = a->s + x;
+
+	if (!isfinite(t)) {	/* the compensation of an Inf would be NaN */
+		a->s = t;
+		return;
+	}
 
 	if ((a->s < 0 ? -a->s : a->s) >= (x < 0 ? -x : x))
 		a->c += (a->s - t) + x;

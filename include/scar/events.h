@@ -21,6 +21,12 @@ extern "C" {
 
 #define SCAR_EVENTS_FORMAT "scar-events"
 #define SCAR_EVENTS_VERSION 1
+/*
+ * Longest line a reader takes, newline not counted: 4 MiB, far above any
+ * record scar-train writes (a failure record naming all 65536 shards is
+ * under 0.5 MiB), and small enough that /dev/zero is refused at once.
+ */
+#define SCAR_EVENTS_LINE_MAX ((size_t)4 << 20)
 
 /*
  * Write one record: rec (an object with a "type") as compact JSON and a
@@ -36,10 +42,13 @@ struct scar_events {
 };
 
 /*
- * Read a whole stream. A line that is not a JSON object, or lacks "type",
- * fails with SCAR_EFORMAT and err->line set. The first record must be a
- * header of format "scar-events" with a version <= SCAR_EVENTS_VERSION
- * (SCAR_EVERSION for a newer one). name is for messages.
+ * Read a whole stream. A line that is not a JSON object, lacks "type" or is
+ * longer than SCAR_EVENTS_LINE_MAX fails with SCAR_EFORMAT and err->line
+ * set. The first record must be a header of format "scar-events" with a
+ * version <= SCAR_EVENTS_VERSION (SCAR_EVERSION for a newer one). A read
+ * error (SCAR_EIO) or a lack of memory (SCAR_ENOMEM) fails too, with
+ * err->line the line being read: a stream is never cut short silently.
+ * name is for messages.
  */
 int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 		     struct scar_error *err);
