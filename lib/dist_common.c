@@ -186,10 +186,8 @@ out:
 		unlink(tmp);
 	free(text);
 	free(full);
-	if (obj)
-		json_decref(obj);
-	else
-		json_decref(files);
+	/* json_pack took files with "o", even when it failed (jansson >= 2.12) */
+	json_decref(obj);
 	return rc;
 }
 

@@ -92,13 +92,27 @@ void cli_usage_error(const char *fmt, ...)
 	exit(EXIT_TROUBLE);
 }
 
+/* Does the message already name the file, as the library quotes it: 'file'? */
+static int names_file(const struct scar_error *e)
+{
+	size_t n = strlen(e->file);
+	const char *p;
+
+	for (p = strchr(e->msg, '\''); p; p = strchr(p + 1, '\''))
+		if (strncmp(p + 1, e->file, n) == 0 && p[n + 1] == '\'')
+			return 1;
+	return 0;
+}
+
 void cli_warn_error(const struct scar_error *e)
 {
-	if (e->file[0] && e->line >= 0 && !strstr(e->msg, e->file))
+	int named = e->file[0] && names_file(e);
+
+	if (e->file[0] && e->line >= 0)
 		cli_warn("%s:%lld: %s", e->file, (long long)e->line, e->msg);
-	else if (e->file[0] && e->offset >= 0 && !strstr(e->msg, e->file))
+	else if (e->file[0] && e->offset >= 0 && !named)
 		cli_warn("'%s': offset %lld: %s", e->file, (long long)e->offset, e->msg);
-	else if (e->file[0] && !strstr(e->msg, e->file))
+	else if (e->file[0] && !named)
 		cli_warn("'%s': %s", e->file, e->msg);
 	else
 		cli_warn("%s", e->msg[0] ? e->msg : scar_strerror(e->code));
