@@ -22,6 +22,7 @@
 #include "scar/arrayfile.h"
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/events.h"
 #include "scar/file.h"
 #include "scar/perturb.h"
 #include "scar/shard.h"
@@ -473,7 +474,7 @@ static int info_manifest(const char *path, int json)
 			const struct scar_tensor *t = st->tensors[i];
 			json_t *jt = json_object();
 
-			json_put(jt, "name", json_string(t->name));
+			json_put(jt, "name", scar_json_text(t->name));
 			json_put(jt, "dtype", json_string(scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?"));
 			json_put(jt, "role", json_string(scar_role_name(t->role) ? scar_role_name(t->role) : "?"));
 			json_put(jt, "shape", shape_json(t->ndim, t->shape));
@@ -486,18 +487,18 @@ static int info_manifest(const char *path, int json)
 			char *fp = beside(path, m->files[i].name);
 
 			json_put(jf, "rank", json_integer(m->files[i].rank));
-			json_put(jf, "path", json_string(fp));
+			json_put(jf, "path", scar_json_text(fp));
 			json_put(jf, "size", json_integer((json_int_t)m->files[i].size));
 			json_put(jf, "crc32c", json_integer((json_int_t)m->files[i].crc32c));
 			json_array_append_new(fs, jf);
 			free(fp);
 		}
-		json_put(o, "file", json_string(path));
+		json_put(o, "file", scar_json_text(path));
 		json_put(o, "distributed", json_true());
-		json_put(o, "model", json_string(st->model));
+		json_put(o, "model", scar_json_text(st->model));
 		json_put(o, "iteration", json_integer((json_int_t)st->iteration));
 		json_put(o, "clock", json_integer((json_int_t)m->clock));
-		json_put(o, "kind", json_string(kind_name(m->partial)));
+		json_put(o, "kind", scar_json_text(kind_name(m->partial)));
 		json_put(o, "shards", json_integer(st->shards));
 		json_put(o, "ranks", json_integer(m->ranks));
 		json_put(o, "config", st->config ? json_deep_copy(st->config) : json_object());
@@ -696,7 +697,7 @@ static void info_json(const char *path, const struct scar_ckpt_info *in,
 
 		raw += traw[i];
 		stored += tstored[i];
-		json_put(jt, "name", json_string(t->name));
+		json_put(jt, "name", scar_json_text(t->name));
 		json_put(jt, "dtype", json_string(scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?"));
 		json_put(jt, "role", json_string(scar_role_name(t->role) ? scar_role_name(t->role) : "?"));
 		json_put(jt, "shape", shape_json(t->ndim, t->shape));
@@ -712,7 +713,7 @@ static void info_json(const char *path, const struct scar_ckpt_info *in,
 		json_t *js = json_object();
 
 		json_put(js, "section", json_integer((json_int_t)i));
-		json_put(js, "tensor", json_string(s->tensor < in->ntensors ?
+		json_put(js, "tensor", scar_json_text(s->tensor < in->ntensors ?
 						   in->tensors[s->tensor].name : "?"));
 		json_put(js, "shard", json_integer(s->shard));
 		json_put(js, "rows", json_integer((json_int_t)s->nrows));
@@ -722,12 +723,12 @@ static void info_json(const char *path, const struct scar_ckpt_info *in,
 		json_put(js, "compressed", json_boolean(s->compressed));
 		json_array_append_new(ss, js);
 	}
-	json_put(o, "file", json_string(path));
+	json_put(o, "file", scar_json_text(path));
 	json_put(o, "version", json_integer(in->version));
 	json_put(o, "minor_version", json_integer(in->minor));
-	json_put(o, "model", json_string(in->model));
+	json_put(o, "model", scar_json_text(in->model));
 	json_put(o, "iteration", json_integer((json_int_t)in->iteration));
-	json_put(o, "kind", json_string(kind_name(in->partial)));
+	json_put(o, "kind", scar_json_text(kind_name(in->partial)));
 	json_put(o, "shards", json_integer(in->shards));
 	json_put(o, "config", in->config ? json_deep_copy(in->config) : json_object());
 	json_put(o, "extra", extra ? json_deep_copy(extra) : json_object());
@@ -1206,7 +1207,7 @@ static int cmd_export(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		json_t *js = json_string(t->name);
+		json_t *js = scar_json_text(t->name);
 		int d;
 
 		fputs("{\"tensor\":", o.f);
@@ -2321,16 +2322,16 @@ print:
 		for (i = 0; i < nv + nbad; i++) {
 			json_t *x = json_object();
 
-			json_put(x, "path", json_string(v[i].path));
+			json_put(x, "path", scar_json_text(v[i].path));
 			json_put(x, "iteration", v[i].kind == 2 ? json_null() :
 				 json_integer((json_int_t)v[i].iteration));
-			json_put(x, "kind", json_string(kinds[v[i].kind]));
+			json_put(x, "kind", scar_json_text(kinds[v[i].kind]));
 			json_put(x, "size", json_integer((json_int_t)v[i].size));
 			if (v[i].error)
-				json_put(x, "error", json_string(v[i].error));
+				json_put(x, "error", scar_json_text(v[i].error));
 			json_array_append_new(a, x);
 		}
-		json_put(o, "dir", json_string(dir));
+		json_put(o, "dir", scar_json_text(dir));
 		json_put(o, "checkpoints", a);
 		print_json(o);
 		json_decref(o);

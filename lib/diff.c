@@ -22,6 +22,7 @@
 #include "scar/arrayfile.h"
 #include "scar/ckpt.h"
 #include "scar/diff.h"
+#include "scar/events.h"
 #include "scar/shard.h"
 #include "ckpt_internal.h"
 
@@ -1580,9 +1581,9 @@ static json_t *side_json(const struct scar_diff_side *s)
 {
 	json_t *o = json_object();
 
-	json_object_set_new(o, "path", json_string(s->path));
-	json_object_set_new(o, "kind", json_string(s->kind));
-	json_object_set_new(o, "model", json_string(s->model));
+	json_object_set_new(o, "path", scar_json_text(s->path));
+	json_object_set_new(o, "kind", scar_json_text(s->kind));
+	json_object_set_new(o, "model", scar_json_text(s->model));
 	json_object_set_new(o, "iteration", s->has_iteration ?
 			    json_integer((json_int_t)s->iteration) : json_null());
 	json_object_set_new(o, "shards", json_integer(s->shards));
@@ -1643,7 +1644,7 @@ json_t *scar_diff_result_json(const struct scar_diff_result *r)
 
 		for (int d = 0; d < t->ndim; d++)
 			json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
-		json_object_set_new(to, "name", json_string(t->name));
+		json_object_set_new(to, "name", scar_json_text(t->name));
 		json_object_set_new(to, "dtype", json_string(scar_dtype_name(t->dtype)));
 		json_object_set_new(to, "role", json_string(scar_role_name(t->role)));
 		json_object_set_new(to, "shape", shape);
@@ -1682,9 +1683,9 @@ json_t *scar_diff_result_json(const struct scar_diff_result *r)
 	}
 	json_object_set_new(o, "top_rows", top);
 	for (size_t i = 0; i < r->nonly_a; i++)
-		json_array_append_new(na, json_string(r->only_a[i]));
+		json_array_append_new(na, scar_json_text(r->only_a[i]));
 	for (size_t i = 0; i < r->nonly_b; i++)
-		json_array_append_new(nb, json_string(r->only_b[i]));
+		json_array_append_new(nb, scar_json_text(r->only_b[i]));
 	json_object_set_new(miss, "rows_only_a", json_integer((json_int_t)r->rows_only_a));
 	json_object_set_new(miss, "rows_only_b", json_integer((json_int_t)r->rows_only_b));
 	json_object_set_new(miss, "tensors_only_a", na);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "scar/events.h"
+#include "scar/file.h"
 
 int scar_event_write(FILE *out, const json_t *rec, struct scar_error *err)
 {
@@ -219,4 +220,20 @@ const json_t *scar_events_find(const struct scar_events *ev, const char *type, s
 		}
 	}
 	return NULL;
+}
+
+json_t *scar_json_text(const char *s)
+{
+	json_t *j;
+	char *valid;
+
+	if (!s)
+		return json_null();
+	if ((j = json_string(s)))
+		return j;
+	if (!(valid = scar_utf8_valid(s)))
+		return NULL;
+	j = json_string(valid);
+	free(valid);
+	return j;
 }

@@ -1,6 +1,7 @@
 /* file.c - opening inputs and quoting text for a terminal (see scar/file.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,14 +51,14 @@ int scar_open_input(const char *path, int flags, struct scar_error *err)
 	return fd;
 }
 
-/* Length of the valid UTF-8 sequence of a printable character at s, or 0. */
-static size_t utf8_printable(const unsigned char *s)
+size_t scar_utf8_len(const char *str)
 {
+	const unsigned char *s = (const unsigned char *)str;
 	size_t n, i;
 	unsigned cp;
 
 	if (s[0] < 0x80)
-		return s[0] >= 0x20 && s[0] != 0x7f;
+		return s[0] != 0;
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)
 		n = 2, cp = s[0] & 0x1fu;
 	else if (s[0] >= 0xe0 && s[0] <= 0xef)
@@ -71,9 +72,45 @@ static size_t utf8_printable(const unsigned char *s)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3fu);
 	}
-	/* overlong forms, surrogates, beyond U+10FFFF, and the C1 controls */
+	/* overlong forms, surrogates and beyond U+10FFFF */
 	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *scar_utf8_valid(const char *s)
+{
+	size_t len = 0, n;
+	char *out, *o;
+
+	for (const char *p = s; *p; p += n ? n : 1)
+		len += (n = scar_utf8_len(p)) ? n : 3;
+	if (!(out = malloc(len + 1)))
+		return NULL;
+	o = out;
+	for (const char *p = s; *p; p += n ? n : 1) {
+		if ((n = scar_utf8_len(p))) {
+			memcpy(o, p, n);
+			o += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			o += 3;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Length of the valid UTF-8 sequence of a printable character at s, or 0. */
+static size_t utf8_printable(const unsigned char *s)
+{
+	size_t n = scar_utf8_len((const char *)s);
+
+	if (n == 1)
+		return s[0] >= 0x20 && s[0] != 0x7f;
+	/* the C1 controls U+0080..U+009F are encoded c2 80..c2 9f */
+	if (n == 2 && s[0] == 0xc2 && s[1] <= 0x9f)
 		return 0;
 	return n;
 }

@@ -35,6 +35,14 @@ extern "C" {
  */
 int scar_event_write(FILE *out, const json_t *rec, struct scar_error *err);
 
+/*
+ * A JSON string of s for a record: exact when s is UTF-8 (every name a
+ * checkpoint holds is), else with each stray byte as U+FFFD (a path from
+ * argv may be anything), so that a field is never silently dropped. NULL s
+ * gives JSON null; NULL only when out of memory.
+ */
+json_t *scar_json_text(const char *s);
+
 /* A parsed stream. records[i] are owned json_t objects. */
 struct scar_events {
 	size_t n;

@@ -48,6 +48,19 @@ size_t scar_quote_text(char *dst, size_t cap, const char *src);
 /* Write s to f quoted as above; returns EOF on a write error, else 0. */
 int scar_fputs_quoted(const char *s, FILE *f);
 
+/*
+ * Length of the well-formed UTF-8 sequence at s (1 for any ASCII byte but
+ * NUL), or 0 where s holds NUL or a byte that starts no valid sequence.
+ */
+size_t scar_utf8_len(const char *s);
+
+/*
+ * s as valid UTF-8 in a new string (free it), each byte that is not
+ * replaced by U+FFFD, as jq does: JSON output must be UTF-8, and a path
+ * from argv need not be. NULL if out of memory.
+ */
+char *scar_utf8_valid(const char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -108,8 +108,25 @@ static void test_open(void)
 	rmdir(dir);
 }
 
+static void test_utf8_valid(void)
+{
+	char *v;
+
+	CHECK(scar_utf8_len("a") == 1 && scar_utf8_len("") == 0);
+	CHECK(scar_utf8_len("\xc3\xa9") == 2 && scar_utf8_len("\xc0\xaf") == 0);
+	CHECK(scar_utf8_len("\xed\xa0\x80") == 0);	/* a surrogate */
+	CHECK(scar_utf8_len("\xf4\x90\x80\x80") == 0);	/* beyond U+10FFFF */
+	v = scar_utf8_valid("a\xffb\xc3\xa9\xe2\x82");
+	CHECK(v && strcmp(v, "a\xef\xbf\xbd" "b\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd") == 0);
+	free(v);
+	v = scar_utf8_valid("");
+	CHECK(v && !*v);
+	free(v);
+}
+
 int main(void)
 {
+	test_utf8_valid();
 	test_quote();
 	test_fputs_long();
 	test_open();
