@@ -116,7 +116,7 @@ static void test_utf8_valid(void)
 	CHECK(scar_utf8_len("\xc3\xa9") == 2 && scar_utf8_len("\xc0\xaf") == 0);
 	CHECK(scar_utf8_len("\xed\xa0\x80") == 0);	/* a surrogate */
 	CHECK(scar_utf8_len("\xf4\x90\x80\x80") == 0);	/* beyond U+10FFFF */
-	v = scar_utf8_valid("a\xffb\xc3\xa9\xe2\x82");
+	v = scar_utf8_valid("a\xff" "b\xc3\xa9\xe2\x82");
 	CHECK(v && strcmp(v, "a\xef\xbf\xbd" "b\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd") == 0);
 	free(v);
 	v = scar_utf8_valid("");
