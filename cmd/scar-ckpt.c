@@ -438,15 +438,27 @@ static int load_any(const char *path, struct scar_state **out, struct scar_error
 
 static const char *kind_name(int partial);
 
-/* "label:      {json}", cut to 200 columns; "{}" when absent. */
-static void print_json_line(const char *label, const json_t *j)
+/* s quoted for a terminal (scar/file.h) into a buffer that holds any name; caller frees. */
+static char *quoted(const char *s)
 {
-	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	size_t n = scar_quote_text(NULL, 0, s);
+	char *q = xmalloc(n + 1);
 
+	scar_quote_text(q, n + 1, s);
+	return q;
+}
+
+/* "label:      {json}", cut to 200 columns, quoted; "{}" when absent. */
+static void print_json_quoted(const char *label, const json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL, *q;
+
+	/* jansson escapes C0 controls but passes C1 and other bytes through. */
 	if (text && strlen(text) > 200)
-		printf("%-11s %.197s...\n", label, text);
-	else
-		printf("%-11s %s\n", label, text ? text : "{}");
+		strcpy(text + 197, "...");
+	q = quoted(text ? text : "{}");
+	printf("%-11s %s\n", label, q);
+	free(q);
 	free(text);
 }
 
@@ -508,20 +520,26 @@ static int info_manifest(const char *path, int json)
 		print_json(o);
 		json_decref(o);
 	} else {
-		char shape[160];
+		char shape[160], **qn = xmalloc((st->ntensors ? st->ntensors : 1) * sizeof(*qn)), *q;
 		int w = 6;
 
-		for (i = 0; i < st->ntensors; i++)
-			if ((int)strlen(st->tensors[i]->name) > w)
-				w = (int)strlen(st->tensors[i]->name);
-		printf("file:       %s\n", path);
+		for (i = 0; i < st->ntensors; i++) {
+			qn[i] = quoted(st->tensors[i]->name);
+			if ((int)strlen(qn[i]) > w)
+				w = (int)strlen(qn[i]);
+		}
+		q = quoted(path);
+		printf("file:       %s\n", q);
+		free(q);
 		printf("format:     distributed (manifest of %zu rank files)\n", m->nfiles);
-		printf("model:      %s\n", st->model[0] ? st->model : "-");
+		q = quoted(st->model[0] ? st->model : "-");
+		printf("model:      %s\n", q);
+		free(q);
 		printf("iteration:  %llu\n", (unsigned long long)st->iteration);
 		printf("kind:       %s\n", kind_name(m->partial));
 		printf("shards:     %u\n", st->shards);
 		printf("ranks:      %u\n", m->ranks);
-		print_json_line("config:", st->config);
+		print_json_quoted("config:", st->config);
 		printf("tensors:    %zu\n\n", st->ntensors);
 		printf("%-*s  %-5s  %-5s  %-16s  %13s\n", w, "tensor", "dtype", "role", "shape",
 		       "present/rows");
@@ -533,17 +551,21 @@ static int info_manifest(const char *path, int json)
 			snprintf(pr, sizeof(pr), "%llu/%llu",
 				 (unsigned long long)scar_tensor_rows_present(t),
 				 (unsigned long long)scar_tensor_rows(t));
-			printf("%-*s  %-5s  %-5s  %-16s  %13s\n", w, t->name,
+			printf("%-*s  %-5s  %-5s  %-16s  %13s\n", w, qn[i],
 			       scar_dtype_name(t->dtype) ? scar_dtype_name(t->dtype) : "?",
 			       scar_role_name(t->role) ? scar_role_name(t->role) : "?", shape, pr);
+			free(qn[i]);
 		}
+		free(qn);
 		printf("\n%4s  %12s  %10s  %s\n", "rank", "bytes", "crc32c", "file");
 		for (i = 0; i < m->nfiles; i++) {
 			char *fp = beside(path, m->files[i].name);
 
+			q = quoted(fp);
 			printf("%4u  %12llu  %10lu  %s\n", m->files[i].rank,
 			       (unsigned long long)m->files[i].size,
-			       (unsigned long)m->files[i].crc32c, fp);
+			       (unsigned long)m->files[i].crc32c, q);
+			free(q);
 			free(fp);
 		}
 	}
@@ -580,29 +602,6 @@ static int verify_manifest(const char *path, struct scar_error *e)
 	return rc < 0 ? rc : 0;
 }
 
-/* s quoted for a terminal (scar/file.h) into a buffer that holds any name; caller frees. */
-static char *quoted(const char *s)
-{
-	size_t n = scar_quote_text(NULL, 0, s);
-	char *q = xmalloc(n + 1);
-
-	scar_quote_text(q, n + 1, s);
-	return q;
-}
-
-/* "label:      {json}", cut to 200 columns, quoted; "{}" when absent. */
-static void print_json_quoted(const char *label, const json_t *j)
-{
-	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL, *q;
-
-	/* jansson escapes C0 controls but passes C1 and other bytes through. */
-	if (text && strlen(text) > 200)
-		strcpy(text + 197, "...");
-	q = quoted(text ? text : "{}");
-	printf("%-11s %s\n", label, q);
-	free(q);
-	free(text);
-}
 
 /*
  * The human-readable description. Names come from the file: each is
@@ -2337,12 +2336,15 @@ print:
 		json_decref(o);
 	} else {
 		for (i = 0; i < nv + nbad; i++) {
+			char *q = quoted(v[i].path);	/* a file name may hold anything */
+
 			if (v[i].kind == 2)
 				printf("%10s  %-7s  %12llu  %s\n", "-", kinds[2],
-				       (unsigned long long)v[i].size, v[i].path);
+				       (unsigned long long)v[i].size, q);
 			else
 				printf("%10llu  %-7s  %12llu  %s\n", (unsigned long long)v[i].iteration,
-				       kinds[v[i].kind], (unsigned long long)v[i].size, v[i].path);
+				       kinds[v[i].kind], (unsigned long long)v[i].size, q);
+			free(q);
 		}
 	}
 	for (i = 0; i < nbad; i++) {

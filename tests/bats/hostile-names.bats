@@ -30,3 +30,29 @@ setup() {
 	run -2 --separate-stderr scar-bound fit d
 	[[ $stderr == "scar-bound: d:1: not a JSON record"* ]]
 }
+
+@test "hostile-names: scar-ckpt ls quotes names from the directory" {
+	mkdir run
+	scar-train -m ridge --set n=50 --set d=8 -n 2 --no-timing -q --interval 1 \
+		--checkpoint-dir run > /dev/null
+	cp run/ckpt-*.ckpt "run/$(printf 'x\033[2Jy.ckpt')"
+	run -0 --separate-stderr scar-ckpt ls run
+	[[ $output == *'x\e[2Jy.ckpt'* ]]
+	[[ $output != *$'\033'* ]]
+}
+
+@test "hostile-names: scar-ckpt info on a manifest quotes its names" {
+	command -v mpirun >/dev/null || skip "mpirun not found"
+	mkdir mrun
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+		mpirun --oversubscribe -np 2 scar-train -m ridge --set n=50 --set d=8 -n 2 \
+		--no-timing -q --interval 1 --checkpoint-dir "mrun" > /dev/null ||
+		skip "scar-train is not the MPI variant"
+	m=$(ls mrun/*.manifest | tail -1)
+	[ -n "$m" ] || skip "no manifest written (not the MPI variant)"
+	mv mrun "$(printf 'r\033]0;t\007')"
+	run -0 --separate-stderr scar-ckpt info "$(printf 'r\033]0;t\007')/${m#mrun/}"
+	[[ $output == *'ranks:'* ]]
+	[[ $output == *'r\e]0;t\x07/'* ]]
+	[[ $output != *$'\033'* ]]
+}
