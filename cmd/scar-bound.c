@@ -118,7 +118,7 @@ static const struct cli_command commands[] = {
 	  "--budget B --c C [--D D] --failure-rate P [--help] [--iters N] [--json]\n"
 	  "                       [--lost-fraction F] [--step S]",
 	  "The checkpoint interval and partial fraction minimising the expected bound on rework.",
-	  "  --budget B      rows fraction written per iteration, in (0, 1] (1/10 = a full\n"
+	  "  --budget B      rows fraction written per iteration, in [1e-4, 1] (1/10 = a full\n"
 	  "                  checkpoint every 10 iterations)\n"
 	  "  --c C           contraction rate, in (0, 1)\n"
 	  "  --D D           distance ||x(0) - x*|| (with --step; alone it cancels)\n"
@@ -681,8 +681,10 @@ static int cmd_plan(int argc, char **argv)
 		cli_usage_error("missing --failure-rate");
 	if (!(po.c > 0 && po.c < 1))
 		cli_usage_error("option '--c': %.17g is not in (0, 1)", po.c);
-	if (po.budget < 1e-6)
-		cli_usage_error("option '--budget': %.17g is below 1e-06", po.budget);
+	if (po.budget < SCAR_BOUND_PLAN_MIN_BUDGET)
+		cli_usage_error("option '--budget': %.17g is below %g (a full checkpoint every %g iterations; "
+				"smaller budgets would take minutes)", po.budget,
+				SCAR_BOUND_PLAN_MIN_BUDGET, 1 / SCAR_BOUND_PLAN_MIN_BUDGET);
 	if (po.step0 > 0 && !(D > 0))
 		cli_usage_error("option '--step' needs --D");
 	po.D = D > 0 ? D : 0;

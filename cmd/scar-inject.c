@@ -186,27 +186,37 @@ static struct scar_state *load(const char *path)
 	return st;
 }
 
-/* The iteration-0 state of the checkpoint's model under another seed. */
-static struct scar_state *initial_state(const struct scar_state *st, uint64_t seed)
+/*
+ * The iteration-0 state of the checkpoint's model under another seed. Its
+ * configuration goes through the one validation a resume and --set use
+ * (scar_model_configure): a value the model would refuse is named here.
+ */
+static struct scar_state *initial_state(const struct scar_state *st, uint64_t seed,
+					const char *name)
 {
 	const struct scar_model_def *def = scar_model_find(st->model);
 	struct scar_model *m = NULL;
 	struct scar_state *init = NULL;
 	struct scar_error err;
-	json_t *config;
+	json_t *config, *valid;
 
 	if (!def)
 		cli_die("cannot draw initial rows: unknown model '%s' (use --reset zero, random "
 			"or from=OLD)", st->model[0] ? st->model : "(none)");
 	scar_error_clear(&err);
+	if (scar_model_configure(st->model, st->config, NULL, &err) < 0)
+		cli_die("'%s': checkpoint metadata: %s", cli_is_stdio(name) ? "(stdin)" : name,
+			err.msg);
 	config = json_deep_copy(st->config);
 	if (!config || json_object_set_new(config, "seed", json_integer((json_int_t)seed)) < 0)
 		cli_die("out of memory");
-	if (def->configure(config, &err) < 0 || def->create(&m, config, &err) < 0 ||
-	    scar_state_new(&init, st->model, &err) < 0)
+	if (scar_model_configure(st->model, config, &valid, &err) < 0)
+		cli_die("option '--seed': %s", err.msg);
+	json_decref(config);
+	if (def->create(&m, valid, &err) < 0 || scar_state_new(&init, st->model, &err) < 0)
 		cli_die_error(&err);
 	json_decref(init->config);
-	init->config = config;
+	init->config = valid;
 	init->shards = st->shards;
 	if (def->init_state(m, init, &err) < 0)
 		cli_die_error(&err);
@@ -396,7 +406,7 @@ int main(int argc, char **argv)
 			how = SCAR_RESET_RANDOM;
 		} else if (strcmp(reset, "init") == 0) {
 			how = SCAR_RESET_FROM;
-			other = initial_state(st, a.seed);
+			other = initial_state(st, a.seed, in);
 		} else if (strncmp(reset, "from=", 5) == 0) {
 			how = SCAR_RESET_FROM;
 			other = load(reset + 5);

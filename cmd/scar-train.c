@@ -159,6 +159,37 @@ static void set_key(json_t *config, const char *kv)
 		cli_die("out of memory");
 }
 
+/*
+ * Why path cannot be written by a save (an errno), or 0: its directory must
+ * exist and be writable, and path must not be a directory itself.
+ */
+static int save_path_error(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat sb;
+	char *dir;
+	int e = 0;
+
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		return EISDIR;
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		cli_die("out of memory");
+	if (stat(dir, &sb) != 0)
+		e = errno;
+	else if (!S_ISDIR(sb.st_mode))
+		e = ENOTDIR;
+	else if (access(dir, W_OK | X_OK) != 0)
+		e = errno;
+	free(dir);
+	return e;
+}
+
 /* Rank 0, or the only process: the one that warns once for the job. */
 static int is_rank0(void)
 {
@@ -337,6 +368,19 @@ int main(int argc, char **argv)
 		if (scar_dist_resume_load(resume_path, &resume, &skipped, used, sizeof(used),
 					  resume_skipped, NULL, &err))
 			cli_die_error(&err);
+		/*
+		 * The checksums say the file is as written, not that its
+		 * configuration is one the model takes: the same validation as
+		 * --set and --config, naming the file, before anything runs.
+		 */
+		{
+			json_t *valid;
+
+			if (scar_train_check_resume(resume, &valid, &err))
+				cli_die("'%s': %s", used, err.msg);
+			json_decref(resume->config);
+			resume->config = valid;
+		}
 		if (skipped)
 			cli_warn("skipped %zu damaged checkpoint%s in '%s'; resuming from '%s'", skipped,
 				 skipped == 1 ? "" : "s", resume_path, used);
@@ -426,6 +470,21 @@ int main(int argc, char **argv)
 	}
 	if (o.ckpt_dir && access(o.ckpt_dir, W_OK | X_OK) != 0)
 		cli_die("cannot write checkpoints into '%s': %s", o.ckpt_dir, strerror(errno));
+	/* --save is written after the run: find out before it whether it can be. */
+	if (save && !cli_is_stdio(save)) {
+		int e = 0;
+
+#ifdef SCAR_MPI
+		if (scar_dist_rank() == 0)
+#endif
+		e = save_path_error(save);
+#ifdef SCAR_MPI
+		if ((e = scar_dist_bcast_int(e)) && scar_dist_rank() != 0)
+			exit(EXIT_TROUBLE);
+#endif
+		if (e)
+			cli_die("cannot write '%s': %s", save, strerror(e));
+	}
 
 #ifdef SCAR_MPI
 	if (scar_dist_active() && scar_dist_rank() != 0)
@@ -479,11 +538,17 @@ int main(int argc, char **argv)
 		cli_die_error(&err);
 	}
 	if (save) {
+		struct scar_ckpt_save_opts so;
+
+		/* As the run's checkpoints: --no-compress and --no-sync hold here too. */
+		scar_ckpt_save_opts_init(&so);
+		so.compress = o.ckpt_compress;
+		so.sync = o.ckpt_sync;
 		if (cli_is_stdio(save)) {
 			fflush(stdout);
-			rc = scar_ckpt_write_fd(res.final_state, STDOUT_FILENO, "(stdout)", NULL, &err);
+			rc = scar_ckpt_write_fd(res.final_state, STDOUT_FILENO, "(stdout)", &so, &err);
 		} else {
-			rc = scar_ckpt_save(res.final_state, save, NULL, &err);
+			rc = scar_ckpt_save(res.final_state, save, &so, &err);
 		}
 		if (rc)
 			cli_die_error(&err);

@@ -185,13 +185,19 @@ struct plan_acc {
 	double count;
 };
 
-static void acc_add(struct plan_acc *acc, double lphi, double lsum)
+/* n failures with the same bound. */
+static void acc_add_n(struct plan_acc *acc, double lphi, double lsum, double n)
 {
 	double lrho = 0.5 * (lphi + lsum);
 
-	acc->sum_l1p += log1pexp(lrho);
-	acc->sum_rho += exp(lrho);
-	acc->count += 1;
+	acc->sum_l1p += n * log1pexp(lrho);
+	acc->sum_rho += n * exp(lrho);
+	acc->count += n;
+}
+
+static void acc_add(struct plan_acc *acc, double lphi, double lsum)
+{
+	acc_add_n(acc, lphi, lsum, 1);
 }
 
 /*
@@ -243,8 +249,17 @@ static void plan_point(const struct scar_bound_plan_opts *o, double kappa, uint6
 			if (T == 0)
 				continue;
 			lsum = prefix;
-			if (wsum < 1 - 1e-12)
+			if (wsum < 1 - 1e-12) {
 				lsum = logaddexp(lsum, log(1 - wsum) + log_h2((double)T, L, lk));
+			} else if (m > G) {
+				/*
+				 * Every group is written: the later clocks of this phase
+				 * have the same bound, counted at once, so the work is
+				 * that of one rewrite cycle, not of --iters.
+				 */
+				acc_add_n(&acc, lphi, lsum, (double)((o->iters - T) / every + 1));
+				break;
+			}
 			acc_add(&acc, lphi, lsum);
 		}
 	}
@@ -275,8 +290,10 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 	memset(out, 0, sizeof(*out));
 	if ((rc = check_c(o->c, err)))
 		return rc;
-	if (!(o->budget >= 1e-6 && o->budget <= 1))
-		return scar_error_set(err, SCAR_ERANGE, "budget %.17g is not in [1e-06, 1]", o->budget);
+	/* The work is about 256 / budget evaluations: a smaller budget would take minutes. */
+	if (!(o->budget >= SCAR_BOUND_PLAN_MIN_BUDGET && o->budget <= 1))
+		return scar_error_set(err, SCAR_ERANGE, "budget %.17g is not in [%g, 1]", o->budget,
+				      SCAR_BOUND_PLAN_MIN_BUDGET);
 	if (!(o->fail_rate >= 0 && o->fail_rate <= 1))
 		return scar_error_set(err, SCAR_ERANGE, "failure rate %.17g is not in [0, 1]",
 				      o->fail_rate);
@@ -330,10 +347,11 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 	if (o->iters == 0) {
 		mean_age = (double)(every_t - 1) / 2;
 	} else {
-		double s = 0;
+		/* sum of T mod every_t over T = 1..iters: whole cycles, then the rest (exact) */
+		uint64_t q = o->iters / every_t, rem = o->iters % every_t;
+		double s = (double)q * ((double)every_t * (double)(every_t - 1) / 2) +
+			(double)rem * (double)(rem + 1) / 2;
 
-		for (uint64_t T = 1; T <= o->iters; T++)
-			s += (double)(T % every_t);
 		mean_age = s / (double)o->iters;
 	}
 	out->traditional.every = every_t;

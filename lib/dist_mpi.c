@@ -1603,6 +1603,11 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.c.st, o->resume, err);
+		if (!rc) {
+			/* The validated configuration (scar_train_config) is what the state carries on. */
+			json_decref(t.c.st->config);
+			t.c.st->config = json_incref(config);
+		}
 		if (!rc && t.c.R == 0) {
 			struct scar_state *fresh = NULL;
 

@@ -24,3 +24,26 @@ const struct scar_model_def *scar_model_find(const char *name)
 			return models[i];
 	return NULL;
 }
+
+int scar_model_configure(const char *model, const json_t *config, json_t **out,
+			 struct scar_error *err)
+{
+	const struct scar_model_def *def = scar_model_find(model);
+	json_t *c;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!def)
+		return scar_error_set(err, SCAR_EINVAL, "unknown model '%s'", model ? model : "");
+	if (config && !json_is_object(config))
+		return scar_error_set(err, SCAR_EINVAL, "%s: configuration is not an object", def->name);
+	/* A copy: the caller's object stays as it was, whatever configure() adds or refuses. */
+	if (!(c = config ? json_deep_copy(config) : json_object()))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if ((rc = def->configure(c, err)) || !out)
+		json_decref(c);
+	else
+		*out = c;
+	return rc;
+}

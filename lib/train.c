@@ -221,6 +221,9 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 
 		if ((rc = scar_state_clone(&t.st, o->resume, err)))
 			goto out;
+		/* The validated configuration (scar_train_config) is what the state carries on. */
+		json_decref(t.st->config);
+		t.st->config = json_incref(config);
 		rc = scar_train_new_state(&t, config, &fresh);
 		if (!rc)
 			rc = scar_train_check_layout(&t, fresh);

@@ -189,23 +189,45 @@ int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *co
 	return 0;
 }
 
+/* A resumed clock counts the iterations executed: an integer at or after the state's iteration. */
+static int clock_ok(const struct scar_state *st)
+{
+	const json_t *ck = json_object_get(st->extra, "clock");
+
+	return !ck || (json_is_integer(ck) && json_integer_value(ck) >= 0 &&
+		       (uint64_t)json_integer_value(ck) >= st->iteration);
+}
+
+int scar_train_check_resume(const struct scar_state *st, json_t **config, struct scar_error *err)
+{
+	struct scar_error e;
+	int rc;
+
+	if (config)
+		*config = NULL;
+	scar_error_clear(&e);
+	/* The same validation as --set and --config; only the class of the error differs. */
+	if ((rc = scar_model_configure(st->model, st->config, config, &e)))
+		return rc == SCAR_ENOMEM ? scar_error_set(err, rc, "out of memory") :
+			scar_error_set(err, SCAR_ECORRUPT, "checkpoint metadata: %s", e.msg);
+	if (!clock_ok(st)) {
+		if (config) {
+			json_decref(*config);
+			*config = NULL;
+		}
+		return scar_error_set(err, SCAR_ECORRUPT,
+				      "checkpoint metadata: extra \"clock\" is not a whole number at or after its iteration %llu",
+				      (unsigned long long)st->iteration);
+	}
+	return 0;
+}
+
 int scar_train_config(const struct scar_train_opts *o, const struct scar_model_def *def,
 		      json_t **config, struct scar_error *err)
 {
-	int rc;
-
-	if (o->resume) {
-		*config = json_incref(o->resume->config);
-		return 0;
-	}
-	*config = o->config ? json_deep_copy(o->config) : json_object();
-	if (!*config)
-		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	if ((rc = def->configure(*config, err))) {
-		json_decref(*config);
-		*config = NULL;
-	}
-	return rc;
+	if (o->resume)
+		return scar_train_check_resume(o->resume, config, err);
+	return scar_model_configure(def->name, o->config, config, err);
 }
 
 /* A shard that can hold no row of any parameter tensor is a mistake. */
@@ -248,11 +270,9 @@ int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_s
  */
 static int check_resume_clock(struct scar_train_ctx *c)
 {
-	const json_t *ck = json_object_get(c->st->extra, "clock");
 	uint64_t clock;
 
-	if (ck && (!json_is_integer(ck) || json_integer_value(ck) < 0 ||
-		   (uint64_t)json_integer_value(ck) < c->st->iteration))
+	if (!clock_ok(c->st))
 		return scar_error_set(c->err, SCAR_ECORRUPT,
 				      "checkpoint's extra \"clock\" is not a whole number at or after its iteration %llu",
 				      (unsigned long long)c->st->iteration);

@@ -311,10 +311,16 @@ void scar_bound_check_release(struct scar_bound_check *out);
  * of a traditional full rollback. The baseline (full checkpoint every 1/B,
  * full rollback) reworks the age of the last checkpoint.
  */
+/*
+ * The smallest budget: the work is about max_points / budget evaluations of
+ * the bound (whatever iters), a second at 1e-4; 1e-6 took half a minute.
+ */
+#define SCAR_BOUND_PLAN_MIN_BUDGET 1e-4
+
 struct scar_bound_plan_opts {
 	double c;		/* (0, 1) */
 	double fail_rate;	/* failures per iteration, in [0, 1] */
-	double budget;		/* B in [1e-6, 1] */
+	double budget;		/* B in [SCAR_BOUND_PLAN_MIN_BUDGET, 1] */
 	double lost_fraction;	/* phi in (0, 1] */
 	uint64_t iters;		/* 0 = steady state */
 	size_t max_points;	/* candidates; 0 = 256 */

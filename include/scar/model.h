@@ -99,6 +99,19 @@ const struct scar_model_def *const *scar_models(void);
 /* By name, or NULL. */
 const struct scar_model_def *scar_model_find(const char *name);
 
+/*
+ * The one validation of a configuration, whatever its source (--set,
+ * --config, a checkpoint's or a manifest's metadata, scar-inject's --reset
+ * init): a copy of config (NULL: empty) through the model's configure().
+ * *out (optional) gets the complete configuration the model runs with,
+ * defaults added and integral reals of integer keys made integers; config
+ * itself is not changed. SCAR_EINVAL naming the key for an unknown key or a
+ * value of the wrong type, SCAR_ERANGE for one out of range; SCAR_EINVAL
+ * for an unknown model.
+ */
+int scar_model_configure(const char *model, const json_t *config, json_t **out,
+			 struct scar_error *err);
+
 #ifdef __cplusplus
 }
 #endif

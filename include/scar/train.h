@@ -197,6 +197,18 @@ int scar_train_saved_schedule(const struct scar_state *st, struct scar_train_sch
 			      struct scar_error *err);
 
 /*
+ * Whether st can be resumed: its model is known, its configuration passes
+ * the models' one validation (scar_model_configure, as --set and --config
+ * do) and its extra "clock", when present, is an integer at or after its
+ * iteration. SCAR_ECORRUPT naming the key when not (the checksums held, the
+ * content does not). *config (optional) gets the configuration the run
+ * uses, as scar_model_configure gives it. scar_train_run checks this
+ * itself; a caller that knows the file name checks first, to name it.
+ */
+int scar_train_check_resume(const struct scar_state *st, json_t **config,
+			    struct scar_error *err);
+
+/*
  * Build a resumable state from a checkpoint path, a directory (its newest
  * full checkpoint that verifies; damaged newer ones are skipped and counted
  * in *skipped) or "-" (stdin). An I/O error on a newer checkpoint is
