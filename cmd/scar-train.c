@@ -376,8 +376,22 @@ int main(int argc, char **argv)
 		{
 			json_t *valid;
 
+			const char *key;
+			json_t *v;
+
 			if (scar_train_check_resume(resume, &valid, &err))
 				cli_die("'%s': %s", used, err.msg);
+			/* scar writes every key: one missing is an older or edited file */
+			json_object_foreach(valid, key, v) {
+				if (!json_object_get(resume->config, key) && is_rank0()) {
+					char *text = json_dumps(v, JSON_ENCODE_ANY);
+
+					cli_warn("'%s': the checkpoint's configuration has no '%s'; "
+						 "resuming with the default %s", used, key,
+						 text ? text : "");
+					free(text);
+				}
+			}
 			json_decref(resume->config);
 			resume->config = valid;
 		}

@@ -254,3 +254,11 @@ refused() {
 	[[ $output == *"traditional: full checkpoint every 10000"* ]]
 	[ "$SECONDS" -lt 15 ]
 }
+
+@test "resume: a key the checkpoint lacks takes its default, with a warning naming it" {
+	"$SETMETA" ridge.ckpt lacks.ckpt '{"eta":null}'
+	run -0 --separate-stderr scar-train -n 4 --no-timing -q --resume lacks.ckpt
+	[[ $stderr == *"'lacks.ckpt': the checkpoint's configuration has no 'eta'; resuming with the default"* ]]
+	run -0 --separate-stderr scar-train -n 4 --no-timing -q --resume ridge.ckpt
+	[ -z "$stderr" ]
+}
