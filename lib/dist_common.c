@@ -77,26 +77,12 @@ static void dir_of(const char *path, char *buf, size_t len)
 #define SUM_HEAD ",\"checksum\":\""
 #define SUM_LEN (sizeof(SUM_HEAD) - 1 + 8 + 3)
 
-/* Directory and base name of path, the temporary "DIR/.BASE.tmp.PID" into buf; -1 when too long. */
-static int temp_name(char *buf, size_t len, const char *path)
-{
-	const char *base = strrchr(path, '/');
-	int n;
-
-	if (base)
-		n = snprintf(buf, len, "%.*s/.%s.tmp.%ld", (int)(base - path), path, base + 1,
-			     (long)getpid());
-	else
-		n = snprintf(buf, len, ".%s.tmp.%ld", path, (long)getpid());
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
 int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *m, int sync,
 			     struct scar_error *err)
 {
 	json_t *files = json_array(), *obj = NULL;
-	char tmp[4096], dir[4096], *text = NULL, *full = NULL;
-	int rc = 0, fd = -1, made = 0;
+	char dir[4096], *tmp = NULL, *text = NULL, *full = NULL;
+	int rc = 0, fd = -1;
 	size_t len;
 
 	if (!files)
@@ -132,16 +118,12 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 	snprintf(full + len, SUM_LEN + 1, SUM_HEAD "%08lx\"}\n",
 		 (unsigned long)scar_crc32c(0, full, len));
 	len += SUM_LEN;
-	if (temp_name(tmp, sizeof(tmp), path)) {
-		rc = scar_error_set(err, SCAR_EINVAL, "manifest name too long '%s'", path);
+	/* .NAME.tmp.XXXXXX, removed should a signal end the writer (scar_tmp_create). */
+	if ((fd = scar_tmp_create(path, &tmp, err)) < 0) {
+		rc = fd;
+		fd = -1;
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		rc = scar_error_set_errno(err, errno, tmp, "cannot create '%s'", tmp);
-		goto out;
-	}
-	made = 1;
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(fd, full + off, len - off);
 
@@ -168,7 +150,8 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 					  path);
 		goto out;
 	}
-	made = 0;
+	scar_tmp_done(tmp, 0);
+	tmp = NULL;
 	if (sync) {
 		int dfd;
 
@@ -182,8 +165,7 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 out:
 	if (fd >= 0)
 		close(fd);
-	if (made)
-		unlink(tmp);
+	scar_tmp_done(tmp, 1);
 	free(text);
 	free(full);
 	/* json_pack took files with "o", even when it failed (jansson >= 2.12) */
@@ -318,6 +300,11 @@ static int no_checksum(const char *path, const char *b, size_t n, struct scar_er
 	return rc;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static int parse_manifest(const char *path, const char *b, size_t n,
 			  struct scar_dist_manifest **out, struct scar_error *err)
 {
@@ -328,6 +315,7 @@ static int parse_manifest(const char *path, const char *b, size_t n,
 	struct scar_dist_manifest *m = NULL;
 	unsigned long want = 0;
 	unsigned char *seen = NULL;
+	const char **byname = NULL;
 	json_error_t je;
 	json_t *root, *files, *v;
 	const char *s;
@@ -392,6 +380,9 @@ static int parse_manifest(const char *path, const char *b, size_t n,
 	if (get_uint(root, "iteration", INT64_MAX, &m->iteration) ||
 	    get_uint(root, "clock", INT64_MAX, &m->clock))
 		BAD("bad iteration or clock");
+	/* Rollbacks only add to the clock: it never falls behind the state (as a resume checks). */
+	if (m->clock < m->iteration)
+		BAD("clock is below iteration");
 	if (get_uint(root, "ranks", SCAR_DIST_MANIFEST_MAX, &u) || u < 1)
 		BAD("bad ranks");
 	m->ranks = (uint32_t)u;
@@ -432,10 +423,22 @@ static int parse_manifest(const char *path, const char *b, size_t n,
 		f->crc32c = (uint32_t)u;
 		m->nfiles++;
 	}
+	/* Each rank its own file: one listed for two ranks would stand in for a missing one. */
+	if (!(byname = malloc(m->nfiles * sizeof(*byname)))) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < m->nfiles; i++)
+		byname[i] = m->files[i].name;
+	qsort(byname, m->nfiles, sizeof(*byname), name_cmp);
+	for (i = 1; i < m->nfiles; i++)
+		if (!strcmp(byname[i - 1], byname[i]))
+			BAD("a file is listed for two ranks");
 #undef BAD
 	*out = m;
 	m = NULL;
 out:
+	free(byname);
 	free(seen);
 	scar_dist_manifest_free(m);
 	json_decref(root);
@@ -578,19 +581,197 @@ fail:
 	return rc;
 }
 
+/* Present rows [a, a+n) of rank 0's tensor t, in one of the rank files. */
+struct cover {
+	size_t t;
+	uint64_t a, n;
+};
+
+static int cover_cmp(const void *x, const void *y)
+{
+	const struct cover *p = x, *q = y;
+
+	if (p->t != q->t)
+		return p->t < q->t ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return 0;
+}
+
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+static int id_cmp(const void *x, const void *y)
+{
+	const struct file_id *p = x, *q = y;
+
+	if (p->dev != q->dev)
+		return p->dev < q->dev ? -1 : 1;
+	if (p->ino != q->ino)
+		return p->ino < q->ino ? -1 : 1;
+	return 0;
+}
+
+static int same_layout(const struct scar_ckpt_tensor_info *a, const struct scar_ckpt_tensor_info *b)
+{
+	if (a->dtype != b->dtype || a->role != b->role || a->ndim != b->ndim)
+		return 0;
+	for (int d = 0; d < a->ndim; d++)
+		if (a->shape[d] != b->shape[d])
+			return 0;
+	return 1;
+}
+
+/*
+ * One rank file's header against the manifest and rank 0's file (base,
+ * NULL for rank 0 itself): its rows go into *cv. Only the header and
+ * metadata are read, the file's CRC-32C having been checked already.
+ */
+static int check_rank_file(const struct scar_dist_manifest *m, const char *p,
+			   const struct scar_ckpt_info *in, const struct scar_ckpt_info *base,
+			   struct cover **cv, size_t *ncv, size_t *cap, struct scar_error *err)
+{
+	if (strcmp(in->model, m->model) || in->iteration != m->iteration)
+		return scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
+					 "'%s' is not part of the manifest's checkpoint (model or iteration differs)",
+					 p);
+	if (in->shards != m->shards)
+		return scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
+					 "'%s' has %u shards, the manifest says %u", p, in->shards,
+					 m->shards);
+	for (size_t j = 0; j < in->ntensors; j++) {
+		const struct scar_ckpt_tensor_info *x = &in->tensors[j];
+		size_t t = j, k;
+
+		if (base) {
+			for (t = 0; t < base->ntensors && strcmp(base->tensors[t].name, x->name); t++)
+				;
+			if (t == base->ntensors || !same_layout(&base->tensors[t], x))
+				return scar_error_set_at(err, SCAR_ECORRUPT, p, -1, -1,
+							 "'%s': tensor '%s' is not in rank 0's file as it is here",
+							 p, x->name);
+		}
+		k = x->rows_present == x->rows ? 1 : x->nranges;
+		if (*ncv + k > *cap) {
+			size_t nc = (*cap ? *cap * 2 : 64) + k;
+			struct cover *nv = realloc(*cv, nc * sizeof(**cv));
+
+			if (!nv)
+				return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			*cv = nv;
+			*cap = nc;
+		}
+		if (x->rows_present == x->rows) {
+			(*cv)[(*ncv)++] = (struct cover){ t, 0, x->rows };
+			continue;
+		}
+		for (size_t r = 0; r < x->nranges; r++)
+			(*cv)[(*ncv)++] = (struct cover){ t, x->ranges[r][0], x->ranges[r][1] };
+	}
+	return 0;
+}
+
+/*
+ * The one check of a manifest against its files, which verify, info, ls,
+ * convert and every load (so a resume) go through: each file there, whole
+ * (size and CRC-32C), a different file for each rank, of the manifest's
+ * model, iteration and shard count, with rank 0's tensors; for kind
+ * "full" every row of every tensor in some file, for "partial" some file
+ * partial.
+ */
 int scar_dist_manifest_verify(const char *path, const struct scar_dist_manifest *m,
 			      struct scar_error *err)
 {
+	struct scar_ckpt_reader *base = NULL, *rd = NULL;
+	const struct scar_ckpt_info *bi = NULL;
+	struct file_id *ids = NULL;
+	struct cover *cv = NULL;
+	size_t *byrank = NULL, ncv = 0, cap = 0;
 	char dir[4096], p[4096];
-	int fd;
+	int fd = -1, bfd = -1, rc = 0, any_partial = 0;
 
 	dir_of(path, dir, sizeof(dir));
-	for (size_t i = 0; i < m->nfiles; i++) {
-		if ((fd = open_checked(dir, &m->files[i], p, sizeof(p), err)) < 0)
-			return fd;
-		close(fd);
+	ids = calloc(m->nfiles ? m->nfiles : 1, sizeof(*ids));
+	byrank = calloc(m->ranks, sizeof(*byrank));
+	if (!ids || !byrank || m->nfiles != m->ranks) {
+		rc = !ids || !byrank ? scar_error_set(err, SCAR_ENOMEM, "out of memory") :
+			scar_error_set_at(err, SCAR_EFORMAT, path, -1, -1,
+					  "manifest: files does not list one file per rank");
+		goto out;
 	}
-	return 0;
+	for (size_t i = 0; i < m->nfiles; i++)
+		byrank[m->files[i].rank] = i;
+	/* Rank order, as a load applies them: rank 0's file is the base. */
+	for (uint32_t r = 0; r < m->ranks; r++) {
+		struct stat sb;
+
+		if ((fd = open_checked(dir, &m->files[byrank[r]], p, sizeof(p), err)) < 0) {
+			rc = fd;
+			fd = -1;
+			goto out;
+		}
+		if (fstat(fd, &sb) < 0) {
+			rc = scar_error_set_errno(err, errno, p, "cannot stat '%s'", p);
+			goto out;
+		}
+		ids[r] = (struct file_id){ sb.st_dev, sb.st_ino };
+		if ((rc = scar_ckpt_reader_open_fd(&rd, fd, p, err)))
+			goto out;
+		if ((rc = check_rank_file(m, p, scar_ckpt_reader_info(rd), bi, &cv, &ncv, &cap, err)))
+			goto out;
+		any_partial |= scar_ckpt_reader_info(rd)->partial;
+		if (!base) {
+			base = rd;
+			bfd = fd;
+			bi = scar_ckpt_reader_info(rd);
+		} else {
+			scar_ckpt_reader_close(rd);
+			close(fd);
+		}
+		rd = NULL;
+		fd = -1;
+	}
+	/* Two names of one file (hard links) are still one rank's rows twice. */
+	qsort(ids, m->nfiles, sizeof(*ids), id_cmp);
+	for (size_t i = 1; i < m->nfiles; i++)
+		if (!id_cmp(&ids[i - 1], &ids[i])) {
+			rc = scar_error_set_at(err, SCAR_ECORRUPT, path, -1, -1,
+					       "manifest lists one file for two ranks");
+			goto out;
+		}
+	if (ncv)
+		qsort(cv, ncv, sizeof(*cv), cover_cmp);
+	for (size_t t = 0, k = 0; bi && t < bi->ntensors; t++) {
+		uint64_t next = 0;
+
+		for (; k < ncv && cv[k].t == t; k++)
+			if (cv[k].a <= next && cv[k].a + cv[k].n > next)
+				next = cv[k].a + cv[k].n;
+		if (next < bi->tensors[t].rows && !m->partial) {
+			rc = scar_error_set_at(err, SCAR_ECORRUPT, path, -1, -1,
+					       "manifest says full, but rows of tensor '%s' are in none of its files",
+					       bi->tensors[t].name);
+			goto out;
+		}
+	}
+	if (m->partial && !any_partial)
+		rc = scar_error_set_at(err, SCAR_ECORRUPT, path, -1, -1,
+				       "manifest says partial, but every file it lists is full");
+out:
+	if (rd)
+		scar_ckpt_reader_close(rd);
+	if (fd >= 0)
+		close(fd);
+	if (base)
+		scar_ckpt_reader_close(base);
+	if (bfd >= 0)
+		close(bfd);
+	free(cv);
+	free(ids);
+	free(byrank);
+	return rc;
 }
 
 static int manifest_load(const char *path, int flags, struct scar_state **out,
@@ -1016,7 +1197,7 @@ static long lock_holder(int fd)
 
 /*
  * Temporaries of checkpoints (.ckpt-*.ckpt.tmp.*, scar_ckpt_save) and
- * manifests (.ckpt-*.manifest.tmp.PID) that a killed writer left. Called
+ * manifests (.ckpt-*.manifest.tmp.*, likewise) that a killed writer left. Called
  * holding the directory's lock, so no live writer owns any: every writer
  * holds the lock while it writes. Files modified after the lock was taken
  * are spared all the same. Best effort: a temporary that cannot be removed
@@ -1068,6 +1249,13 @@ int scar_dist_dir_lock(const char *dir, int *fd_out, struct scar_error *err)
 			close(fd);
 			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
 						 "the lock file '%s' is not a regular file", path);
+		}
+		/* A hard link to some other file: writing the pid would overwrite that file. */
+		if (a.st_nlink > 1) {
+			close(fd);
+			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
+						 "the lock file '%s' has %lu links: not writing into a file that has other names",
+						 path, (unsigned long)a.st_nlink);
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			int e = errno;

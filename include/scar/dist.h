@@ -94,8 +94,8 @@ int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t
 int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration);
 
 /*
- * Write m as JSON to path atomically (temporary file .NAME.tmp.PID, fsync
- * when sync, rename, fsync of the directory when sync). The manifest is
+ * Write m as JSON to path atomically (temporary file .NAME.tmp.XXXXXX of
+ * scar_tmp_create, removed should a signal end the process; fsync when sync, rename, fsync of the directory when sync). The manifest is
  * one compact JSON object and a newline (scar-ckpt(5), MANIFESTS):
  *   {"format":"scar-dist-manifest","version":2,"model":...,"iteration":N,
  *    "clock":K,"ranks":P,"shards":S,"kind":"full"|"partial",
@@ -126,10 +126,15 @@ int scar_dist_manifest_read_entry(const char *path, struct scar_dist_manifest **
 void scar_dist_manifest_free(struct scar_dist_manifest *m);
 
 /*
- * Check that every file the manifest at path lists exists next to it with
- * the listed size and CRC-32C: a regular file, not a symbolic link. 0 when
- * complete, SCAR_ECORRUPT, SCAR_ENOTFOUND or SCAR_EFORMAT (not a regular
- * file) naming the file otherwise.
+ * The one check of a manifest against its files, which every reader
+ * (scar-ckpt verify, info, ls, convert, apply; loads and so resumes) goes
+ * through: every file the manifest at path lists exists next to it with
+ * the listed size and CRC-32C, a regular file, not a symbolic link, a
+ * different file for each rank; each file's header gives the manifest's
+ * model, iteration and shard count and rank 0's tensor layouts; with kind
+ * "full" every row of every tensor is in some file, with "partial" some
+ * file is partial (scar-ckpt(5), MANIFESTS). 0 when complete,
+ * SCAR_ECORRUPT, SCAR_ENOTFOUND or SCAR_EFORMAT naming the file otherwise.
  */
 int scar_dist_manifest_verify(const char *path, const struct scar_dist_manifest *m,
 			      struct scar_error *err);
@@ -164,7 +169,8 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 
 /*
  * One writer per checkpoint directory: take an exclusive flock(2) on
- * dir/.scar.lock (created, holding this process's pid) and keep it until
+ * dir/.scar.lock (created, holding this process's pid; refused when it is
+ * not a regular file or has another name, a hard link) and keep it until
  * scar_dist_dir_unlock. When another process holds it, SCAR_EIO with a
  * message naming the holder's pid. Holding it, remove the temporaries
  * killed writers left (.ckpt-*.ckpt.tmp.*, .ckpt-*.manifest.tmp.*): no

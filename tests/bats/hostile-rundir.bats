@@ -156,10 +156,12 @@ EOF
 	need_mpi
 	# Newest: a rank file is missing. Next: checksum-valid but not of its rank files.
 	rm d/ckpt-0000000006.rank-1.ckpt
-	sed -i 's/"iteration":3,/"iteration":4,/' d/ckpt-0000000003.manifest
+	sed -i 's/"iteration":3,"clock":3,/"iteration":4,"clock":4,/' d/ckpt-0000000003.manifest
 	mv d/ckpt-0000000003.manifest d/ckpt-0000000004.manifest
 	resign d/ckpt-0000000004.manifest
-	run -0 scar-ckpt verify d/ckpt-0000000004.manifest	# sizes and CRCs match
+	# Sizes and CRCs match, the rank files' iteration does not: verify says so as a resume does.
+	run -1 scar-ckpt verify d/ckpt-0000000004.manifest
+	[[ $output == *"not part of the manifest's checkpoint"* ]]
 	run -0 --separate-stderr scar-train --resume d -n 8 --no-timing -q
 	[[ $stderr == *"skipping checkpoint 'd/ckpt-0000000006.manifest'"*"rank-1.ckpt"* ]]
 	[[ $stderr == *"skipping checkpoint 'd/ckpt-0000000004.manifest'"*"not part of the manifest's checkpoint"* ]]
