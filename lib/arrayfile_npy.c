@@ -414,10 +414,27 @@ static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
 	t->role = SCAR_ROLE_PARAM;
 	t->offset = hstart + hlen;
 	t->nbytes = elems * esz;
+	if (t->ndim > 0 && !elems && t->shape[0] > SCAR_ZERO_WIDTH_ROWS_MAX) {
+		rc = scar_error_set_at(err, SCAR_EUNSUPPORTED, f->name, (int64_t)hstart, -1,
+				       "tensor '%s': %llu rows of zero bytes, more than the %llu allowed",
+				       t->name, (unsigned long long)t->shape[0],
+				       (unsigned long long)SCAR_ZERO_WIDTH_ROWS_MAX);
+		goto out;
+	}
 	if (t->offset > f->size || elems * t->stored_size > f->size - t->offset) {
 		rc = scar_error_set_at(err, SCAR_ETRUNC, f->name, (int64_t)f->size, -1,
 				       "'%s' ends early: tensor '%s' needs %llu data bytes", f->name,
 				       t->name, (unsigned long long)t->nbytes);
+		goto out;
+	}
+	/* The data is exactly what the shape declares: a longer file is damaged. */
+	if (elems * t->stored_size != f->size - t->offset) {
+		rc = scar_error_set_at(err, SCAR_ECORRUPT, f->name,
+				       (int64_t)(t->offset + elems * t->stored_size), -1,
+				       "%llu bytes after the data of tensor '%s' (its shape declares "
+				       "%llu bytes)",
+				       (unsigned long long)(f->size - t->offset - elems * t->stored_size),
+				       t->name, (unsigned long long)(elems * t->stored_size));
 		goto out;
 	}
 	rc = 0;

@@ -27,7 +27,10 @@ static int cmp_offset(const void *a, const void *b)
 {
 	const struct scar_array_info *x = a, *y = b;
 
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+	/* Empty tensors first at an offset, so the data is checked as one run. */
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
 }
 
 int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
@@ -135,6 +138,13 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 			elems *= (uint64_t)s;
 		}
 		ti->ndim = (int)json_array_size(shape);
+		if (ti->ndim > 0 && !elems && ti->shape[0] > SCAR_ZERO_WIDTH_ROWS_MAX) {
+			rc = scar_error_set(err, SCAR_EUNSUPPORTED,
+					    "tensor '%s': %llu rows of zero bytes, more than the %llu "
+					    "allowed", key, (unsigned long long)ti->shape[0],
+					    (unsigned long long)SCAR_ZERO_WIDTH_ROWS_MAX);
+			goto out;
+		}
 		if (json_integer_value(json_array_get(offs, 0)) < 0 ||
 		    json_integer_value(json_array_get(offs, 1)) < 0) {
 			rc = scar_error_set(err, SCAR_EFORMAT, "tensor '%s': negative data_offsets", key);
@@ -169,13 +179,31 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 		nt++;
 	}
 	qsort(t, nt, sizeof(*t), cmp_offset);
-	for (size_t i = 1; i < nt; i++)
-		if (t[i].offset < t[i - 1].offset + (t[i - 1].nbytes / scar_dtype_size(t[i - 1].dtype)) *
-				  t[i - 1].stored_size) {
-			rc = scar_error_set(err, SCAR_EFORMAT, "tensors '%s' and '%s' overlap",
-					    t[i - 1].name, t[i].name);
+	{
+		/* The format forbids holes: the tensors' data tile the data area exactly. */
+		uint64_t end = data_start;
+
+		for (size_t i = 0; i < nt; i++) {
+			if (t[i].offset < end) {
+				rc = scar_error_set(err, SCAR_EFORMAT, "tensors '%s' and '%s' overlap",
+						    t[i - 1].name, t[i].name);
+				goto out;
+			}
+			if (t[i].offset > end) {
+				rc = scar_error_set_at(err, SCAR_EFORMAT, NULL, (int64_t)end, -1,
+						       "%llu bytes of hole before tensor '%s'",
+						       (unsigned long long)(t[i].offset - end), t[i].name);
+				goto out;
+			}
+			end += (t[i].nbytes / scar_dtype_size(t[i].dtype)) * t[i].stored_size;
+		}
+		if (end < file_size) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, NULL, (int64_t)end, -1,
+					       "%llu bytes after the last tensor's data",
+					       (unsigned long long)(file_size - end));
 			goto out;
 		}
+	}
 	if (metadata && meta)
 		*metadata = json_incref(meta);
 out:

@@ -385,6 +385,12 @@ static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o,
 	r->row_bytes[i] = (size_t)(row_elems * esz);
 	if (r->row_bytes[i] && rows > (UINT64_MAX >> 2) / r->row_bytes[i])
 		goto toobig;
+	/* Zero-byte rows cost per-row work whatever the file holds: bound them. */
+	if (!r->row_bytes[i] && rows > SCAR_ZERO_WIDTH_ROWS_MAX)
+		return rerr(r, err, SCAR_EUNSUPPORTED,
+			    "metadata: tensor '%s' has %llu rows of zero bytes, more than the %llu "
+			    "allowed", ti->name, (unsigned long long)rows,
+			    (unsigned long long)SCAR_ZERO_WIDTH_ROWS_MAX);
 	ti->shards = ti->role == SCAR_ROLE_PARAM ? r->info.shards : 1;
 
 	ti->ranges = NULL;

@@ -82,6 +82,11 @@ int scar_tensor_new(struct scar_tensor **out, const char *name,
 	}
 	if (elems > SIZE_MAX / esz)
 		return scar_error_set(err, SCAR_ERANGE, "tensor '%s': size overflows", name);
+	if (ndim > 0 && !elems && shape[0] > SCAR_ZERO_WIDTH_ROWS_MAX)
+		return scar_error_set(err, SCAR_ERANGE,
+				      "tensor '%s': %llu rows of zero bytes, more than the %llu allowed",
+				      name, (unsigned long long)shape[0],
+				      (unsigned long long)SCAR_ZERO_WIDTH_ROWS_MAX);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");

@@ -24,6 +24,12 @@ extern "C" {
 
 #define SCAR_MAX_DIMS 8
 #define SCAR_NAME_MAX 128	/* longest tensor or model name, bytes incl. NUL */
+/*
+ * Most rows a tensor of zero-byte rows (a later dimension is 0) may have.
+ * Such rows hold no bytes, so nothing in a file bounds their count; every
+ * reader and writer refuses more, so per-row work stays a few MiB.
+ */
+#define SCAR_ZERO_WIDTH_ROWS_MAX ((uint64_t)1 << 20)
 
 /* Values are stored in checkpoint files: never renumber. */
 enum scar_dtype {
@@ -74,7 +80,8 @@ enum scar_role scar_role_parse(const char *name);
 
 /*
  * Allocate a zero-filled tensor. Fails with SCAR_EINVAL on a bad dtype, ndim
- * (0..SCAR_MAX_DIMS), empty or over-long name, or a size that overflows.
+ * (0..SCAR_MAX_DIMS), empty or over-long name; SCAR_ERANGE on a size that
+ * overflows or more than SCAR_ZERO_WIDTH_ROWS_MAX rows of zero bytes.
  * On success *out owns a new tensor.
  */
 int scar_tensor_new(struct scar_tensor **out, const char *name,
