@@ -18,6 +18,7 @@
 #include "scar/dist.h"
 #include "scar/file.h"
 #include "scar/shard.h"
+#include "scar/train.h"
 
 uint64_t scar_dist_part_lo(uint64_t n, uint32_t R, uint32_t P)
 {
@@ -1004,6 +1005,11 @@ static int resume_dir(const char *path, struct scar_state **out, size_t *skipped
 		scar_error_clear(&e2);
 		rc = v[i].manifest ? manifest_load(v[i].path, SCAR_OPEN_NOFOLLOW, out, &e2) :
 			load_file(v[i].path, out, &e2);
+		/* intact is not enough: its configuration must be one the model takes */
+		if (!rc && (rc = scar_train_check_resume(*out, NULL, &e2))) {
+			scar_state_free(*out);
+			*out = NULL;
+		}
 		if (!rc) {
 			found = 1;
 			if (used_path)

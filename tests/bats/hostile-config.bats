@@ -262,3 +262,15 @@ refused() {
 	run -0 --separate-stderr scar-train -n 4 --no-timing -q --resume ridge.ckpt
 	[ -z "$stderr" ]
 }
+
+@test "resume DIR: a newest checkpoint whose configuration is refused gives way to an older one" {
+	mkdir run
+	scar-train -m ridge --set n=50 --set d=8 -n 4 --interval 2 --policy full --no-timing -q --no-sync \
+		--checkpoint-dir run > /dev/null
+	newest=$(ls run/*.ckpt | sort | tail -1)
+	"$SETMETA" "$newest" bad.ckpt '{"eta":-1}'
+	mv bad.ckpt "$newest"
+	run -0 --separate-stderr scar-train -n 6 --no-timing -q --resume run
+	[[ $stderr == *"skipping checkpoint '$newest'"*"'eta'"* ]]
+	[[ $stderr == *"resuming from"* ]]
+}
