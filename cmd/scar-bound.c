@@ -17,6 +17,7 @@
 
 #include "scar/bound.h"
 #include "scar/events.h"
+#include "scar/file.h"
 #include "cli.h"
 #include "subcmd.h"
 
@@ -102,8 +103,8 @@ static const struct cli_command commands[] = {
 	  "  --help          show this help and exit\n"
 	  "  --json          print one JSON object\n"
 	  "  --T T           clock of the perturbations without @T\n"
-	  "Without --delta, reads scar-diff's JSON on stdin: its \"l2\" is the norm and\n"
-	  "its \"iteration_a\" the clock, unless --T is given.\n" },
+	  "Without --delta, reads one scar-diff JSON object (at most 4 MiB) on stdin: its\n"
+	  "\"l2\" is the norm and its \"iteration_a\" the clock, unless --T is given.\n" },
 	{ "fit", cmd_fit,
 	  "[--floor F] [--help] [--json] [--skip N] [STREAM | -]",
 	  "Estimate c and D from a scar-train event stream, with goodness of fit and a 95% interval.",
@@ -204,8 +205,16 @@ static struct scar_events *read_stream(const char *path)
 		if (isatty(STDIN_FILENO))
 			cli_usage_error("no input: give an event stream, or pipe one into stdin");
 		f = stdin;
-	} else if (!(f = fopen(path, "r"))) {
-		cli_die("cannot open '%s': %s", path, strerror(errno));
+	} else {
+		/* never waits for a FIFO's writer: one without reads as empty */
+		int fd = scar_open_input(path, 0, &err);
+
+		if (fd < 0)
+			cli_die_error(&err);
+		if (!(f = fdopen(fd, "r"))) {
+			close(fd);
+			cli_die("cannot open '%s': %s", path, strerror(errno));
+		}
 	}
 	rc = scar_events_read(f, name, &ev, &err);
 	if (f != stdin)
@@ -280,16 +289,22 @@ static json_t *pert_json(const struct scar_bound_pert *p, size_t n)
 /* scar-diff's JSON on stdin: "l2" and "iteration_a", at the top or under "overall" */
 static void read_diff_json(struct pert_list *l, double T)
 {
-	json_error_t jerr;
+	struct scar_error err;
 	json_t *o, *l2, *it, *sub;
 	struct scar_bound_pert p;
 
 	if (isatty(STDIN_FILENO))
 		cli_usage_error("no perturbation: give --delta, or pipe scar-diff's JSON into stdin");
-	o = json_loadf(stdin, JSON_DISABLE_EOF_CHECK, &jerr);
-	if (!o || !json_is_object(o))
-		cli_die("'-': line %d: not scar-diff's JSON: %s", jerr.line,
-			o ? "not an object" : jerr.text);
+	/* one object, at most SCAR_JSON_DOC_MAX bytes: a second one is refused, not dropped */
+	scar_error_clear(&err);
+	if (scar_json_read_doc(stdin, "-", SCAR_JSON_DOC_MAX, &o, &err)) {
+		if (err.code == SCAR_EFORMAT && strncmp(err.msg, "text after", 10) == 0)
+			snprintf(err.msg, sizeof(err.msg), "text after the JSON object on stdin: "
+				 "evaluate takes one scar-diff result (use --delta for several)");
+		cli_die_error(&err);
+	}
+	if (!json_is_object(o))
+		cli_die("'-': not scar-diff's JSON: not an object");
 	l2 = json_object_get(o, "l2");
 	sub = json_object_get(o, "overall");
 	if (!json_is_number(l2) && json_is_object(sub))
@@ -456,6 +471,15 @@ static void fit_text(const struct scar_bound_stream *s)
 	put_line("iterations", "%zu records used", s->iterations);
 }
 
+/* A header contraction the steps contradict is used as documented, but not silently. */
+static void warn_c(const struct scar_bound_stream *s, const char *name)
+{
+	if (s->c_disagrees)
+		cli_warn("'%s': the header's contraction %.17g is below the fit's 95%% interval "
+			 "[%.17g, %.17g]: the steps shrink more slowly than it says", name,
+			 s->header_contraction, s->fit.c_lo, s->fit.c_hi);
+}
+
 static int cmd_fit(int argc, char **argv)
 {
 	struct scar_bound_fit_opts fo;
@@ -479,6 +503,7 @@ static int cmd_fit(int argc, char **argv)
 	scar_error_clear(&err);
 	if (scar_bound_fit_events(ev, cli_is_stdio(path) ? "-" : path, &fo, &s, &err))
 		cli_die_error(&err);
+	warn_c(&s, cli_is_stdio(path) ? "-" : path);
 	if (json)
 		print_json(fit_json(&s));
 	else
@@ -488,6 +513,26 @@ static int cmd_fit(int argc, char **argv)
 }
 
 /* ---- check ---- */
+
+/*
+ * The reference must be an unperturbed run of the perturbed run's model,
+ * shards and configuration: the checks scar-train --reference makes.
+ */
+static void check_pair(const struct scar_events *ref, const char *rn,
+		       const struct scar_events *pert, const char *pn)
+{
+	const json_t *ph = pert->records[0];
+	struct scar_error err;
+
+	scar_error_clear(&err);
+	if (scar_events_unperturbed((const json_t *const *)ref->records, ref->n, &err)) {
+		snprintf(err.file, sizeof(err.file), "%s", rn);
+		cli_die_error(&err);
+	}
+	if (scar_events_same_run(ref->records[0], json_string_value(json_object_get(ph, "model")),
+				 json_object_get(ph, "shards"), json_object_get(ph, "config"), &err))
+		cli_die("'%s' is not a reference for '%s': %s", rn, pn, err.msg);
+}
 
 static int cmd_check(int argc, char **argv)
 {
@@ -536,11 +581,13 @@ static int cmd_check(int argc, char **argv)
 		cli_usage_error("only one of REFERENCE and PERTURBED can be '-'");
 	ref = read_stream(rp);
 	pert = read_stream(pp);
+	check_pair(ref, cli_is_stdio(rp) ? "-" : rp, pert, cli_is_stdio(pp) ? "-" : pp);
 	co.extra = extra.v;
 	co.nextra = extra.n;
 	scar_error_clear(&err);
 	if (scar_bound_check_events(ref, rp, pert, pp, &co, &ck, &err))
 		cli_die_error(&err);
+	warn_c(&ck.ref, cli_is_stdio(rp) ? "-" : rp);
 	status = ck.exceeded || ck.theorem == 0 ? EXIT_NO : 0;
 	if (ck.undecided)
 		status = EXIT_TROUBLE;

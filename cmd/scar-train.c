@@ -13,6 +13,7 @@
 #include "scar/ckpt.h"
 #include "scar/dist.h"
 #include "scar/events.h"
+#include "scar/file.h"
 #include "scar/model.h"
 #include "scar/train.h"
 
@@ -209,6 +210,42 @@ static void resume_skipped(void *arg, const char *path, const struct scar_error 
 			 why->msg[0] ? why->msg : scar_strerror(why->code));
 }
 
+/* path opened for reading without waiting for a FIFO's writer; dies on failure */
+static FILE *open_input(const char *path, struct scar_error *err)
+{
+	int fd;
+	FILE *f;
+
+	scar_error_clear(err);
+	if ((fd = scar_open_input(path, 0, err)) < 0)
+		cli_die_error(err);
+	if (!(f = fdopen(fd, "r"))) {
+		close(fd);
+		cli_die("cannot open '%s': %s", path, strerror(errno));
+	}
+	return f;
+}
+
+/* --config: one JSON document of at most SCAR_JSON_DOC_MAX bytes; dies on failure */
+static json_t *load_config(const char *path, struct scar_error *err)
+{
+	FILE *f = open_input(path, err);
+	json_t *j;
+	int rc = scar_json_read_doc(f, path, SCAR_JSON_DOC_MAX, &j, err);
+
+	fclose(f);
+	if (rc) {
+		if (err->line >= 0)
+			cli_die("cannot read config '%s': line %lld: %s", path, (long long)err->line,
+				err->msg);
+		if (err->offset >= 0)
+			cli_die("cannot read config '%s': offset %lld: %s", path,
+				(long long)err->offset, err->msg);
+		cli_die("cannot read config '%s': %s", path, err->msg);
+	}
+	return j;
+}
+
 static _Noreturn void list_models(void)
 {
 	const struct scar_model_def *const *m;
@@ -270,10 +307,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SET: set_key(config, optarg); break;
 		case OPT_CONFIG: {
-			json_error_t je;
-			json_t *f = json_load_file(optarg, 0, &je);
-			if (!f)
-				cli_die("cannot read config '%s': line %d: %s", optarg, je.line, je.text);
+			json_t *f = load_config(optarg, &err);
+
 			if (!json_is_object(f))
 				cli_die("config '%s' is not a JSON object", optarg);
 			json_object_update(config, f);
@@ -444,11 +479,9 @@ int main(int argc, char **argv)
 			cli_usage_error("option '--fail-at': iteration %llu is after the last (%llu)",
 					(unsigned long long)o.fail_at[i], (unsigned long long)o.iters);
 	if (reference_path) {
-		FILE *f = fopen(reference_path, "r");
+		FILE *f = open_input(reference_path, &err);
 		struct scar_events *ev;
 
-		if (!f)
-			cli_die("cannot open '%s': %s", reference_path, strerror(errno));
 		if (scar_events_read(f, reference_path, &ev, &err))
 			cli_die_error(&err);
 		fclose(f);

@@ -193,9 +193,10 @@ static int read_curve(const struct scar_events *ev, const char *name, int stop_a
 		if (strcmp(t, "iteration") != 0)
 			continue;
 		it = num_or_nan(r, "iter");
-		if (!(it >= 0) || !isfinite(it))
+		/* clocks are whole: a fraction or a huge value is no clock of a run */
+		if (!(it >= 0 && it <= 9007199254740992.0 && it == floor(it)))
 			return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)i + 1,
-						 "iteration record has no numeric \"iter\"");
+						 "iteration record has no whole \"iter\" in 0..2^53");
 		if (it < last)
 			return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)i + 1,
 						 "clock goes back from %.17g to %.17g", last, it);
@@ -225,9 +226,19 @@ static int fit_from_curve(const struct scar_events *ev, const char *name, const 
 	struct scar_error ferr;
 	int rc;
 
+	const json_t *hc = json_object_get(hdr, "contraction");
+	const json_t *hb = json_object_get(hdr, "objective_higher_better");
+
 	memset(out, 0, sizeof(*out));
+	/* present but of the wrong type is refused, not read as absent */
+	if (hc && !json_is_number(hc) && !json_is_null(hc))
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, 1,
+					 "header \"contraction\" is not a number");
+	if (hb && !json_is_boolean(hb))
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, 1,
+					 "header \"objective_higher_better\" is not true or false");
 	out->header_contraction = num_or_nan(hdr, "contraction");
-	out->higher_better = json_is_true(json_object_get(hdr, "objective_higher_better"));
+	out->higher_better = json_is_true(hb);
 	out->dist_opt0 = cv->dist_k.n && cv->dist_k.v[0] == 0 ? cv->dist.v[0] : NAN;
 	out->iterations = cv->iter.n;
 	scar_error_clear(&ferr);
@@ -246,6 +257,9 @@ static int fit_from_curve(const struct scar_events *ev, const char *name, const 
 	} else {
 		return scar_error_set_at(err, SCAR_ERANGE, name, -1, -1, "cannot fit c: %s", ferr.msg);
 	}
+	if (!isnan(out->header_contraction) && out->fit_ok && out->fit.c < 1 &&
+	    out->header_contraction < out->fit.c_lo)
+		out->c_disagrees = 1;
 	if (!(out->c > 0 && out->c < 1))
 		return scar_error_set_at(err, SCAR_ERANGE, name, -1, -1,
 					 "%s contraction c = %.17g is not in (0, 1): the run does not contract",
@@ -549,6 +563,22 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 	rc = scar_bound_evaluate(out->ref.c, out->ref.D, out->pert, np, o->eps, &out->bound, err);
 	if (rc)
 		goto out;
+	if (isnan(o->target)) {
+		/* the default target is the reference's final values: name a bad one */
+		int dist = o->metric == SCAR_BOUND_METRIC_DIST;
+		const struct dvec *k = dist ? &rc_curve.dist_k : &rc_curve.iter;
+		const struct dvec *v = dist ? &rc_curve.dist : &rc_curve.obj;
+		size_t w = o->window < 1 ? 1 : o->window;
+
+		for (size_t i = v->n > w ? v->n - w : 0; i < v->n; i++)
+			if (!isfinite(v->v[i])) {
+				rc = scar_error_set_at(err, SCAR_EFORMAT, ref_name, -1, -1,
+						       "%s at iteration %.0f, which the default target is taken from, "
+						       "is not a finite number (give --target)",
+						       dist ? "dist_opt" : "objective", k->v[i]);
+				goto out;
+			}
+	}
 	if (o->metric == SCAR_BOUND_METRIC_DIST) {
 		if (rc_curve.dist.n == 0 || pc_curve.dist.n == 0) {
 			rc = scar_error_set_at(err, SCAR_ENOTFOUND,

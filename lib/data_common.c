@@ -13,6 +13,7 @@
 
 #include "data_common.h"
 #include "scar/data.h"
+#include "scar/file.h"
 #include "scar/rng.h"
 
 #define LINES_CHUNK (256 * 1024)
@@ -23,9 +24,10 @@ int scar_lines_open(struct scar_lines *lr, const char *path, struct scar_error *
 
 	memset(lr, 0, sizeof(*lr));
 	lr->path = path;
-	lr->fd = open(path, O_RDONLY);
+	/* never waits for a FIFO's writer: one without reads as empty */
+	lr->fd = scar_open_input(path, 0, err);
 	if (lr->fd < 0)
-		return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+		return lr->fd;
 	if (fstat(lr->fd, &st) == 0 && S_ISREG(st.st_mode))
 		lr->size = (uint64_t)st.st_size;
 	lr->cap = LINES_CHUNK;

@@ -9,6 +9,7 @@
 
 #include "data_common.h"
 #include "scar/data.h"
+#include "scar/file.h"
 
 #define IDX_MAX_DIMS 4
 #define IDX_CHUNK (1u << 20)
@@ -87,9 +88,10 @@ static int idx_open(struct idx_file *f, const char *path, uint32_t min_dims, uin
 
 	memset(f, 0, sizeof(*f));
 	f->path = path;
-	fd = open(path, O_RDONLY);
+	/* never waits for a FIFO's writer: one without reads as empty */
+	fd = scar_open_input(path, 0, err);
 	if (fd < 0)
-		return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+		return fd;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		if (st.st_size == 0) {
 			close(fd);

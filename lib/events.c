@@ -150,10 +150,17 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 			goto out;
 		}
 		free(probe);
-		rec = json_loadb(line, (size_t)got, JSON_DISABLE_EOF_CHECK, &jerr);
+		/* no JSON_DISABLE_EOF_CHECK: a second record or text after one is refused */
+		rec = json_loadb(line, (size_t)got, 0, &jerr);
 		if (!rec && json_error_code(&jerr) == json_error_out_of_memory) {
 			rc = scar_error_set_at(err, SCAR_ENOMEM, name, -1, lineno,
 					       "line %lld: out of memory", (long long)lineno);
+			goto out;
+		}
+		if (!rec && json_error_code(&jerr) == json_error_end_of_input_expected) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, lineno,
+					       "text after the record at column %d: one JSON object per line",
+					       jerr.column);
 			goto out;
 		}
 		if (!rec) {
@@ -181,6 +188,13 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 						       "not a scar-events stream (first record is not its header)");
 				goto out;
 			}
+			if (v < 1) {
+				json_decref(rec);
+				rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, lineno,
+						       "event stream version %lld is not a version (1 or more)",
+						       (long long)v);
+				goto out;
+			}
 			if (v > SCAR_EVENTS_VERSION) {
 				json_decref(rec);
 				rc = scar_error_set_at(err, SCAR_EVERSION, name, -1, lineno,
@@ -188,6 +202,12 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 						       (long long)v, SCAR_EVENTS_VERSION);
 				goto out;
 			}
+		}
+		if (ev->n > 0 && strcmp(json_string_value(type), "header") == 0) {
+			json_decref(rec);
+			rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, lineno,
+					       "a second header record: one stream per file (streams joined?)");
+			goto out;
 		}
 		if (push(ev, &cap, rec)) {
 			json_decref(rec);
@@ -236,4 +256,109 @@ json_t *scar_json_text(const char *s)
 	j = json_string(valid);
 	free(valid);
 	return j;
+}
+
+int scar_json_read_doc(FILE *in, const char *name, size_t max, json_t **out,
+		       struct scar_error *err)
+{
+	size_t n = 0, cap = 0;
+	char *buf = NULL;
+	json_error_t jerr;
+	void *probe;
+	int c;
+
+	*out = NULL;
+	/* Read at most max bytes: jansson on an endless stream never returns. */
+	flockfile(in);
+	while ((c = getc_unlocked(in)) != EOF) {
+		if (n == max) {
+			funlockfile(in);
+			free(buf);
+			return scar_error_set_at(err, SCAR_EFORMAT, name, -1, -1,
+						 "longer than %zu bytes: not a JSON document this tool reads",
+						 max);
+		}
+		if (c == 0) {
+			funlockfile(in);
+			free(buf);
+			return scar_error_set_at(err, SCAR_EFORMAT, name, (int64_t)n, -1,
+						 "a NUL byte: not JSON text");
+		}
+		if (n + 1 > cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			char *nb;
+
+			if (ncap > max + 1)
+				ncap = max + 1;
+			if (!(nb = realloc(buf, ncap))) {
+				funlockfile(in);
+				free(buf);
+				return scar_error_set_at(err, SCAR_ENOMEM, name, -1, -1, "out of memory");
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		buf[n++] = (char)c;
+	}
+	funlockfile(in);
+	if (ferror(in)) {
+		int e = errno;
+
+		free(buf);
+		return scar_error_set_errno(err, e, name, "cannot read '%s'", name);
+	}
+	if (n == 0)
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, -1, "empty: no JSON value");
+	if (!(probe = malloc(PARSE_RESERVE(n)))) {
+		free(buf);
+		return scar_error_set_at(err, SCAR_ENOMEM, name, -1, -1, "out of memory");
+	}
+	free(probe);
+	*out = json_loadb(buf, n, 0, &jerr);
+	free(buf);
+	if (*out)
+		return 0;
+	if (json_error_code(&jerr) == json_error_out_of_memory)
+		return scar_error_set_at(err, SCAR_ENOMEM, name, -1, -1, "out of memory");
+	if (json_error_code(&jerr) == json_error_end_of_input_expected)
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, jerr.line,
+					 "text after the JSON value at column %d: one value only",
+					 jerr.column);
+	return scar_error_set_at(err, SCAR_EFORMAT, name, -1, jerr.line, "not JSON: %s", jerr.text);
+}
+
+int scar_events_unperturbed(const json_t *const *records, size_t n, struct scar_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *type = json_string_value(json_object_get(records[i], "type"));
+
+		if (type && (!strcmp(type, "failure") || !strcmp(type, "recovery")))
+			return scar_error_set_at(err, SCAR_EFORMAT, NULL, -1, (int64_t)i + 1,
+						 "reference stream has a %s record: a perturbed run is no reference",
+						 type);
+	}
+	return 0;
+}
+
+int scar_events_same_run(const json_t *ref_header, const char *model, const json_t *shards,
+			 const json_t *config, struct scar_error *err)
+{
+	const char *rm = json_string_value(json_object_get(ref_header, "model"));
+	const json_t *rs = json_object_get(ref_header, "shards");
+	const json_t *rc = json_object_get(ref_header, "config");
+
+	/* Another run's objectives would measure nothing: refuse them. */
+	if ((rm || model) && (!rm || !model || strcmp(rm, model)))
+		return scar_error_set(err, SCAR_EMISMATCH,
+				      "the reference is a run of model '%s', not '%s'",
+				      rm ? rm : "?", model ? model : "?");
+	if ((rs || shards) && (!json_is_integer(rs) || !json_is_integer(shards) ||
+			       json_integer_value(rs) != json_integer_value(shards)))
+		return scar_error_set(err, SCAR_EMISMATCH,
+				      "the reference has other shards than this run's %lld",
+				      (long long)json_integer_value(shards));
+	if ((rc || config) && !json_equal(rc, config))
+		return scar_error_set(err, SCAR_EMISMATCH,
+				      "the reference's configuration (seed, data, keys) is not this run's");
+	return 0;
 }

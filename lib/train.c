@@ -11,6 +11,7 @@
 
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/events.h"
 #include "scar/model.h"
 #include "scar/train.h"
 #include "train_internal.h"
@@ -271,19 +272,16 @@ json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
 		scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		return NULL;
 	}
+	if (scar_events_unperturbed(records, n, err)) {
+		json_decref(arr);
+		return NULL;
+	}
 	/* Index by clock; a stream of an unperturbed run has every clock once. */
 	for (size_t i = 0; i < n; i++) {
 		const char *type = json_string_value(json_object_get(records[i], "type"));
 		json_t *it = json_object_get(records[i], "iter");
 		json_t *obj = json_object_get(records[i], "objective");
 
-		if (type && (!strcmp(type, "failure") || !strcmp(type, "recovery"))) {
-			json_decref(arr);
-			scar_error_set_at(err, SCAR_EFORMAT, NULL, -1, (int64_t)i + 1,
-					  "reference stream has a %s record: a perturbed run is no reference",
-					  type);
-			return NULL;
-		}
 		if (!type || strcmp(type, "iteration") || !json_is_integer(it) || !json_is_number(obj))
 			continue;
 		if ((size_t)json_integer_value(it) != got) {

@@ -385,23 +385,17 @@ int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, si
 					      "reference objective at iteration %llu is not a number",
 					      (unsigned long long)k);
 	if (c->o->reference_header) {
-		const json_t *h = c->o->reference_header;
-		const char *model = json_string_value(json_object_get(h, "model"));
-		const json_t *shards = json_object_get(h, "shards");
+		json_t *shards = json_integer((json_int_t)c->st->shards);
+		int rc;
 
-		/* Another run's objectives would measure nothing: refuse them. */
-		if (!model || strcmp(model, c->def->name))
-			return scar_error_set(c->err, SCAR_EMISMATCH,
-					      "the reference is a run of model '%s', not '%s'",
-					      model ? model : "?", c->def->name);
-		if (!json_is_integer(shards) ||
-		    json_integer_value(shards) != (json_int_t)c->st->shards)
-			return scar_error_set(c->err, SCAR_EMISMATCH,
-					      "the reference has other shards than this run's %u",
-					      (unsigned)c->st->shards);
-		if (!json_equal(json_object_get(h, "config"), c->st->config))
-			return scar_error_set(c->err, SCAR_EMISMATCH,
-					      "the reference's configuration (seed, data, keys) is not this run's");
+		if (!shards)
+			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		/* the same check as scar-bound check's (scar/events.h) */
+		rc = scar_events_same_run(c->o->reference_header, c->def->name, shards,
+					  c->st->config, c->err);
+		json_decref(shards);
+		if (rc)
+			return rc;
 	}
 	ci->target = smoothed(ref, N, w);
 	ci->ref = ref;

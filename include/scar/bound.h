@@ -155,12 +155,19 @@ struct scar_bound_stream {
 	double dist_opt0;		/* NaN when absent */
 	int higher_better;		/* the header's objective_higher_better */
 	size_t iterations;		/* iteration records before the first failure */
+	/*
+	 * 1 when the fit contracts (c < 1) and the header's contraction is below
+	 * its 95% interval: the steps shrink more slowly than it says, so it
+	 * cannot be the run's (faster is fine: the contraction is the worst case)
+	 */
+	int c_disagrees;
 };
 
 /*
  * Fill *out from ev. SCAR_EFORMAT when a record the fit needs is malformed
- * (iter not a number, step_norm missing after iteration 0, clock not
- * increasing); SCAR_ERANGE when c cannot be had (no header contraction and
+ * (iter not a whole number in 0..2^53, step_norm missing after iteration 0,
+ * clock not increasing) or the header's "contraction" is not a number or
+ * "objective_higher_better" not a boolean; SCAR_ERANGE when c cannot be had (no header contraction and
  * too few points, or a fitted c >= 1) or D cannot be had. name is for
  * messages.
  */

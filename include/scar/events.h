@@ -53,13 +53,42 @@ struct scar_events {
  * Read a whole stream. A line that is not a JSON object, lacks "type" or is
  * longer than SCAR_EVENTS_LINE_MAX fails with SCAR_EFORMAT and err->line
  * set. The first record must be a header of format "scar-events" with a
- * version <= SCAR_EVENTS_VERSION (SCAR_EVERSION for a newer one). A read
+ * version in 1..SCAR_EVENTS_VERSION (SCAR_EVERSION for a newer one), and no
+ * other record may be a header. Each line holds exactly one JSON object
+ * (whitespace around it allowed): text or a second record after it is
+ * SCAR_EFORMAT. A read
  * error (SCAR_EIO) or a lack of memory (SCAR_ENOMEM) fails too, with
  * err->line the line being read: a stream is never cut short silently.
  * name is for messages.
  */
 int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 		     struct scar_error *err);
+
+/*
+ * Largest JSON document (a --config file, scar-diff's JSON on stdin) the
+ * tools read whole: the event line limit. A stream that never ends is
+ * refused at this size instead of handed to jansson.
+ */
+#define SCAR_JSON_DOC_MAX SCAR_EVENTS_LINE_MAX
+
+/*
+ * Read all of in (at most max bytes) as one JSON value, any type, into
+ * *out. More than max bytes, a NUL byte, text after the value or bad JSON
+ * are SCAR_EFORMAT (err->line set where known); a read error SCAR_EIO.
+ */
+int scar_json_read_doc(FILE *in, const char *name, size_t max, json_t **out,
+		       struct scar_error *err);
+
+/*
+ * The checks a reference stream passes, shared by scar-train --reference
+ * and scar-bound check. unperturbed: no failure or recovery record
+ * (SCAR_EFORMAT, err->line its line). same_run: the reference header's
+ * "model", "shards" and "config" equal the given ones, a key absent on both
+ * sides counting as equal (SCAR_EMISMATCH).
+ */
+int scar_events_unperturbed(const json_t *const *records, size_t n, struct scar_error *err);
+int scar_events_same_run(const json_t *ref_header, const char *model, const json_t *shards,
+			 const json_t *config, struct scar_error *err);
 void scar_events_free(struct scar_events *ev);
 /* First record of the given type at or after index *pos (may be NULL = 0); NULL if none. */
 const json_t *scar_events_find(const struct scar_events *ev, const char *type, size_t *pos);

@@ -92,7 +92,7 @@ EOF
 @test "hostile-streams: a read error is exit 2 naming the line" {
 	mkdir stream.dir
 	run -2 --separate-stderr scar-bound fit stream.dir
-	[ "$stderr" = "scar-bound: stream.dir:1: cannot read the event stream: Is a directory" ]
+	[ "$stderr" = "scar-bound: 'stream.dir' is a directory, not a regular file" ]
 }
 
 # Under every address-space limit a run either fits all 31 records or fails
