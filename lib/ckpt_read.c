@@ -24,6 +24,7 @@
 #include "scar/ckpt.h"
 #include "scar/shard.h"
 #include "ckpt_internal.h"
+#include "nameidx.h"
 
 #define IBUF_LEN ((size_t)64 << 10)
 
@@ -47,6 +48,7 @@ struct scar_ckpt_reader {
 	json_t *meta;
 	struct scar_ckpt_info info;
 	struct scar_ckpt_tensor_info *tinfo;
+	struct scar_nameidx names;	/* of tinfo, for the duplicate check */
 	uint64_t (*ranges)[2];
 	size_t *row_bytes;
 	uint64_t meta_end;	/* offset of the first section */
@@ -331,6 +333,11 @@ static size_t bitmap_runs(const unsigned char *bits, uint64_t rows, uint64_t (*o
 }
 
 /* Tensor i of the table; bits is its present bitmap, decoded by parse_table, or NULL. */
+static const char *tinfo_name(const void *ctx, size_t i)
+{
+	return ((const struct scar_ckpt_tensor_info *)ctx)[i].name;
+}
+
 static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o,
 			const unsigned char *bits, size_t *range_at, struct scar_error *err)
 {
@@ -341,6 +348,7 @@ static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o,
 	const char *role = json_string_value(json_object_get(o, "role"));
 	uint64_t rows, row_elems = 1, prev_end = 0;
 	size_t esz, n;
+	int dup;
 
 	if (!json_is_object(o) || !json_is_string(name) || !json_is_array(shape) || !dt || !role ||
 	    !pres)
@@ -349,9 +357,9 @@ static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o,
 	    memchr(json_string_value(name), 0, json_string_length(name)))
 		return rerr(r, err, SCAR_ECORRUPT, "metadata: tensor %zu has a bad name", i);
 	memcpy(ti->name, json_string_value(name), json_string_length(name) + 1);
-	for (size_t j = 0; j < i; j++)
-		if (strcmp(r->tinfo[j].name, ti->name) == 0)
-			return rerr(r, err, SCAR_ECORRUPT, "metadata: duplicate tensor '%s'", ti->name);
+	if ((dup = scar_nameidx_add(&r->names, i, tinfo_name, r->tinfo, NULL)))
+		return dup < 0 ? rerr(r, err, SCAR_ENOMEM, "out of memory for the tensor table") :
+			       rerr(r, err, SCAR_ECORRUPT, "metadata: duplicate tensor '%s'", ti->name);
 	ti->dtype = scar_dtype_parse(dt);
 	ti->role = scar_role_parse(role);
 	if (!ti->dtype || !ti->role)
@@ -724,6 +732,7 @@ void scar_ckpt_reader_close(struct scar_ckpt_reader *r)
 	free(r->name);
 	free(r->ibuf);
 	free(r->tinfo);
+	scar_nameidx_free(&r->names);
 	free(r->ranges);
 	free(r->row_bytes);
 	free(r->counts);

@@ -28,6 +28,7 @@
 #include "scar/ckpt.h"
 #include "scar/shard.h"
 #include "ckpt_internal.h"
+#include "nameidx.h"
 
 #define OBUF_LEN ((size_t)64 << 10)
 
@@ -371,6 +372,30 @@ int scar_name_check(const char *name, const char *what, int may_be_empty,
 	return 0;
 }
 
+static const char *tensor_name(const void *ctx, size_t i)
+{
+	return ((struct scar_tensor *const *)ctx)[i]->name;
+}
+
+/* Hashed, as st may be a hand-built view without scar_state_add's index. */
+static int check_unique(const struct scar_state *st, struct scar_error *err)
+{
+	struct scar_nameidx x = { 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < st->ntensors && !rc; i++) {
+		int d = scar_nameidx_add(&x, i, tensor_name, st->tensors, NULL);
+
+		if (d < 0)
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		else if (d)
+			rc = scar_error_set(err, SCAR_EINVAL, "duplicate tensor name '%s'",
+					    st->tensors[i]->name);
+	}
+	scar_nameidx_free(&x);
+	return rc;
+}
+
 static int check_state(const struct scar_state *st, struct scar_error *err)
 {
 	int rc;
@@ -396,12 +421,8 @@ static int check_state(const struct scar_state *st, struct scar_error *err)
 			if (t->shape[d] > INT64_MAX)
 				return scar_error_set(err, SCAR_ERANGE, "tensor '%s': dimension too large",
 						      t->name);
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(st->tensors[j]->name, t->name) == 0)
-				return scar_error_set(err, SCAR_EINVAL, "duplicate tensor name '%s'",
-						      t->name);
 	}
-	return 0;
+	return check_unique(st, err);
 }
 
 /* The metadata block; *minor is the format's minor version it needs. */

@@ -25,6 +25,7 @@
 #include "scar/events.h"
 #include "scar/shard.h"
 #include "ckpt_internal.h"
+#include "nameidx.h"
 
 #define BLOCK 1024		/* terms per plain partial sum */
 #define CHUNK ((size_t)256 << 10)	/* array bytes read at a time, per side */
@@ -1134,7 +1135,10 @@ static int walk_ckpt(struct engine *e, struct scar_error *err)
 				f.tensor = (uint32_t)e->r2q[ri];
 				f.shard = order[i].shard;
 				scar_error_clear(&f.err);
-				threaded = pthread_create(&th, NULL, fetch_run, &f) == 0;
+				/* a thread only pays off for sizeable sections: 200k tiny
+				 * tensors would start 200k threads */
+				threaded = order[i].raw_len >= (64u << 10) &&
+					   pthread_create(&th, NULL, fetch_run, &f) == 0;
 				if (!threaded)
 					fetch_run(&f);
 			}
@@ -1224,23 +1228,42 @@ static int range_minus(const struct tinfo *x, const struct tinfo *y, uint64_t (*
 
 /* ---- setting up ---- */
 
-static int selected(const struct scar_diff_opts *o, const char *name, enum scar_role role)
+/* Name indexes for setup: files may hold hundreds of thousands of tensors. */
+struct names {
+	struct scar_nameidx a, b, sel;
+};
+
+static const char *tinfo_name(const void *ctx, size_t i)
 {
-	if (o->names && o->nnames) {
-		for (size_t i = 0; i < o->nnames; i++)
-			if (strcmp(o->names[i], name) == 0)
-				return 1;
-		return 0;
-	}
+	return ((const struct tinfo *)ctx)[i].name;
+}
+
+static const char *str_name(const void *ctx, size_t i)
+{
+	return ((const char *const *)ctx)[i];
+}
+
+static int index_side(struct scar_nameidx *x, const struct side *s)
+{
+	for (size_t i = 0; i < s->nt; i++)
+		if (scar_nameidx_add(x, i, tinfo_name, s->t, NULL) < 0)
+			return -1;
+	return 0;
+}
+
+static int selected(const struct scar_diff_opts *o, const struct names *ix, const char *name,
+		    enum scar_role role)
+{
+	if (o->names && o->nnames)
+		return scar_nameidx_find(&ix->sel, name, str_name, o->names) != SCAR_NAMEIDX_NONE;
 	return role == SCAR_ROLE_PARAM || o->all;
 }
 
-static long find_t(const struct side *s, const char *name)
+static long find_t(const struct side *s, const struct scar_nameidx *x, const char *name)
 {
-	for (size_t i = 0; i < s->nt; i++)
-		if (strcmp(s->t[i].name, name) == 0)
-			return (long)i;
-	return -1;
+	size_t i = scar_nameidx_find(x, name, tinfo_name, s->t);
+
+	return i == SCAR_NAMEIDX_NONE ? -1 : (long)i;
 }
 
 static void shape_str(const struct tinfo *t, char *buf, size_t cap)
@@ -1301,8 +1324,25 @@ static int is_npy(const struct side *s)
 	return s->kind == SIDE_ARRAY && scar_arrayfile_format(s->af) == SCAR_ARRAY_NPY;
 }
 
+static int setup_indexed(struct engine *e, struct side *A, struct side *B, struct names *ix,
+			 struct scar_error *err);
+
 /* Match tensors, check layouts, build the result's tables. */
 static int setup(struct engine *e, struct side *A, struct side *B, struct scar_error *err)
+{
+	struct names ix;
+	int rc;
+
+	memset(&ix, 0, sizeof(ix));
+	rc = setup_indexed(e, A, B, &ix, err);
+	scar_nameidx_free(&ix.a);
+	scar_nameidx_free(&ix.b);
+	scar_nameidx_free(&ix.sel);
+	return rc;
+}
+
+static int setup_indexed(struct engine *e, struct side *A, struct side *B, struct names *ix,
+			 struct scar_error *err)
 {
 	struct scar_diff_result *r = e->r;
 	size_t nm = 0;
@@ -1319,17 +1359,22 @@ static int setup(struct engine *e, struct side *A, struct side *B, struct scar_e
 	/* a .npy names its tensor after its file: two single arrays pair up whatever their names */
 	if (A->nt == 1 && B->nt == 1 && (is_npy(A) || is_npy(B)) && !e->o->nnames)
 		B->t[0].name = A->t[0].name;
+	if (index_side(&ix->a, A) || index_side(&ix->b, B))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	for (size_t i = 0; e->o->names && i < e->o->nnames; i++)
+		if (scar_nameidx_add(&ix->sel, i, str_name, e->o->names, NULL) < 0)
+			return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	for (size_t i = 0; i < e->P->nt; i++)
 		e->p2r[i] = -1;
 	for (size_t i = 0; i < e->Q->nt; i++)
 		e->q2r[i] = -1;
 	for (size_t i = 0; i < A->nt; i++) {
 		const struct tinfo *ta = &A->t[i], *tb;
-		long j = find_t(B, ta->name);
+		long j = find_t(B, &ix->b, ta->name);
 		struct scar_diff_tensor *rt;
 		int same = 1;
 
-		if (!selected(e->o, ta->name, ta->role))
+		if (!selected(e->o, ix, ta->name, ta->role))
 			continue;
 		if (j < 0) {
 			rc = push_name(&r->only_a, &r->nonly_a, ta->name, err);
@@ -1380,13 +1425,14 @@ static int setup(struct engine *e, struct side *A, struct side *B, struct scar_e
 		nm++;
 	}
 	for (size_t j = 0; j < B->nt; j++)
-		if (selected(e->o, B->t[j].name, B->t[j].role) && find_t(A, B->t[j].name) < 0) {
+		if (selected(e->o, ix, B->t[j].name, B->t[j].role) &&
+		    find_t(A, &ix->a, B->t[j].name) < 0) {
 			rc = push_name(&r->only_b, &r->nonly_b, B->t[j].name, err);
 			if (rc < 0)
 				return rc;
 		}
 	for (size_t i = 0; e->o->names && i < e->o->nnames; i++)
-		if (find_t(A, e->o->names[i]) < 0 && find_t(B, e->o->names[i]) < 0)
+		if (find_t(A, &ix->a, e->o->names[i]) < 0 && find_t(B, &ix->b, e->o->names[i]) < 0)
 			return scar_error_set(err, SCAR_ENOTFOUND, "no tensor '%s' in '%s' or '%s'",
 					      e->o->names[i], A->path, B->path);
 	r->ntensors = nm;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "scar/tensor.h"
+#include "nameidx.h"
 
 static const struct {
 	enum scar_dtype t;
@@ -249,6 +250,8 @@ void scar_tensor_set(struct scar_tensor *t, uint64_t i, double v)
 
 /* ---- states ---- */
 
+static void index_drop(struct scar_state *s);
+
 int scar_state_new(struct scar_state **out, const char *model, struct scar_error *err)
 {
 	struct scar_state *s = calloc(1, sizeof(*s));
@@ -279,15 +282,58 @@ void scar_state_free(struct scar_state *s)
 	for (size_t i = 0; i < s->ntensors; i++)
 		scar_tensor_free(s->tensors[i]);
 	free(s->tensors);
+	index_drop(s);
 	json_decref(s->config);
 	json_decref(s->extra);
 	free(s);
+}
+
+static const char *tensor_name(const void *ctx, size_t i)
+{
+	return ((struct scar_tensor *const *)ctx)[i]->name;
+}
+
+static int index_valid(const struct scar_state *s)
+{
+	return s->index_.idx && s->index_.of == (const void *)s->tensors &&
+	       s->index_.n == s->ntensors;
+}
+
+static void index_drop(struct scar_state *s)
+{
+	if (s->index_.idx) {
+		scar_nameidx_free(s->index_.idx);
+		free(s->index_.idx);
+	}
+	memset(&s->index_, 0, sizeof(s->index_));
+}
+
+/* (Re)build the index of s's tensors; on failure s is left without one. */
+static int index_build(struct scar_state *s)
+{
+	struct scar_nameidx *x;
+
+	index_drop(s);
+	if (!(x = calloc(1, sizeof(*x))))
+		return -1;
+	for (size_t i = 0; i < s->ntensors; i++)
+		if (scar_nameidx_add(x, i, tensor_name, s->tensors, NULL) < 0) {
+			scar_nameidx_free(x);
+			free(x);
+			return -1;
+		}
+	s->index_.idx = x;
+	s->index_.of = s->tensors;
+	s->index_.n = s->ntensors;
+	return 0;
 }
 
 int scar_state_add(struct scar_state *s, struct scar_tensor *t, struct scar_error *err)
 {
 	struct scar_tensor **v;
 
+	if (!index_valid(s))
+		index_build(s);	/* without one, scar_state_find searches */
 	if (scar_state_find(s, t->name)) {
 		int rc = scar_error_set(err, SCAR_EINVAL, "duplicate tensor name '%s'", t->name);
 
@@ -301,11 +347,24 @@ int scar_state_add(struct scar_state *s, struct scar_tensor *t, struct scar_erro
 	}
 	v[s->ntensors++] = t;
 	s->tensors = v;
+	if (s->index_.idx) {
+		if (scar_nameidx_add(s->index_.idx, s->ntensors - 1, tensor_name, v, NULL) < 0) {
+			index_drop(s);
+		} else {
+			s->index_.of = v;
+			s->index_.n = s->ntensors;
+		}
+	}
 	return 0;
 }
 
 struct scar_tensor *scar_state_find(const struct scar_state *s, const char *name)
 {
+	if (index_valid(s)) {
+		size_t i = scar_nameidx_find(s->index_.idx, name, tensor_name, s->tensors);
+
+		return i < s->ntensors ? s->tensors[i] : NULL;
+	}
 	for (size_t i = 0; i < s->ntensors; i++)
 		if (strcmp(s->tensors[i]->name, name) == 0)
 			return s->tensors[i];

@@ -131,6 +131,17 @@ struct scar_state {
 	 * (e.g. which partial checkpoints were applied); owned, never NULL.
 	 */
 	json_t *extra;
+	/*
+	 * Private to tensor.c: a name index that keeps scar_state_add and
+	 * scar_state_find O(1), trusted only while tensors and ntensors are
+	 * those it was built for (a copied or hand-built state falls back to
+	 * a linear search). Zero in a hand-built state.
+	 */
+	struct {
+		void *idx;
+		const void *of;
+		size_t n;
+	} index_;
 };
 
 /* A new empty state (no tensors, config {}, extra {}, shards 1). */
