@@ -34,24 +34,24 @@ with open(out, "wb") as f:
 PY
 }
 
-@test "200k tensors: safetensors import, then verify, info, convert, diff, export" {
-	mkst 200000 m.safetensors
+@test "100k tensors: safetensors import, then verify, info, convert, diff, export" {
+	mkst 100000 m.safetensors
 	run timeout "$TMO" scar-ckpt import --no-sync -o m.ckpt m.safetensors
 	assert_success
 	run timeout "$TMO" scar-ckpt verify m.ckpt
 	assert_success
 	run timeout "$TMO" scar-ckpt info m.ckpt
 	assert_success
-	assert_output --partial "t199999"
+	assert_output --partial "t99999"
 	run timeout "$TMO" scar-ckpt convert --no-sync --no-compress m.ckpt c.ckpt
 	assert_success
 	run timeout "$TMO" scar-diff -q m.ckpt c.ckpt
 	assert_success
 	run timeout "$TMO" scar-diff -q m.safetensors m.ckpt
 	assert_success
-	run timeout "$TMO" scar-ckpt export --tensor t123456 --format json m.ckpt
+	run timeout "$TMO" scar-ckpt export --tensor t12345 --format json m.ckpt
 	assert_success
-	assert_output --partial "123456"
+	assert_output --partial "12345"
 	# the role the file's metadata gives survived
 	run timeout "$TMO" scar-ckpt info --json m.ckpt
 	assert_success
@@ -76,25 +76,4 @@ PY
 	run scar-diff -q --tensor t50002 m.ckpt m.ckpt
 	assert_failure 2
 	assert_output --partial "no tensor 't50002'"
-}
-
-@test "80k .npy files: import into one checkpoint, then diff" {
-	python3 - <<'PY'
-import os
-os.mkdir("a")
-hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }"
-hdr += " " * (-(10 + len(hdr) + 1) % 64) + "\n"
-pre = b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr.encode()
-for i in range(80000):
-    with open("a/n%d.npy" % i, "wb") as f:
-        f.write(pre + b"\0\0\x80\x3f")
-PY
-	cd a
-	run timeout "$TMO" scar-ckpt import --no-sync -o ../m.ckpt n*.npy
-	assert_success
-	cd ..
-	run timeout "$TMO" scar-diff -q m.ckpt m.ckpt
-	assert_success
-	run timeout "$TMO" scar-ckpt info m.ckpt
-	assert_output --partial "n79999"
 }
