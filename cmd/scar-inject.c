@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "scar/ckpt.h"
 #include "scar/diff.h"
@@ -247,6 +248,38 @@ static void record(struct scar_state *st, json_t *what)
 	json_array_append(log, what);
 }
 
+/*
+ * Write the report to path, or to stderr when path is NULL; any failure
+ * dies (exit 2), saying whether OUT was written (done). Returns 1 when path
+ * is a regular file (removed again if the checkpoint cannot be written).
+ */
+static int write_report(json_t *j, const char *path, int done)
+{
+	FILE *f = path ? fopen(path, "w") : stderr;
+	const char *name = path ? path : "(stderr)";
+	struct stat sb;
+	int regular, bad;
+
+	errno = 0;
+	if (!f)
+		cli_die("cannot write report '%s': %s; the checkpoint was not written", name,
+			strerror(errno));
+	regular = path && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+	bad = json_dumpf(j, f, JSON_COMPACT) < 0;
+	bad |= fputc('\n', f) == EOF;
+	bad |= fflush(f) == EOF;
+	bad |= ferror(f) != 0;
+	if (path)
+		bad |= fclose(f) != 0;
+	if (bad) {
+		if (regular)
+			(void)unlink(path);
+		cli_die("cannot write report '%s': %s; the checkpoint was %s", name,
+			errno ? strerror(errno) : "write error", done ? "written" : "not written");
+	}
+	return regular;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -260,7 +293,7 @@ int main(int argc, char **argv)
 	json_t *j, *what;
 	uint8_t *lost = NULL;
 	double achieved = 0, target = 0, in_norm;
-	int c, rc = 0;
+	int c, rc = 0, report_regular;
 
 	cli_init(argv[0]);
 	/* The input is kept, perturbed, compared and written: about 4 copies (scar-inject(1)). */
@@ -504,21 +537,20 @@ int main(int argc, char **argv)
 		json_object_set_new(j, "tensors", ts);
 	}
 
-	if (scar_ckpt_save(st, out, NULL, &err) < 0)
+	/*
+	 * A report file first, then the checkpoint: a failure to write either
+	 * leaves neither (exit 2: OUT was not written). A report on stderr
+	 * comes last, after any error message; if stderr fails it is exit 2
+	 * with the checkpoint written (scar-inject(1), EXIT STATUS).
+	 */
+	report_regular = a.report ? write_report(j, a.report, 0) : 0;
+	if (scar_ckpt_save(st, out, NULL, &err) < 0) {
+		if (report_regular)
+			(void)unlink(a.report);
 		cli_die_error(&err);
-	if (a.report) {
-		FILE *f = fopen(a.report, "w");
-
-		if (!f)
-			cli_die("cannot write report '%s': %s", a.report, strerror(errno));
-		json_dumpf(j, f, JSON_COMPACT);
-		fputc('\n', f);
-		if (fclose(f) != 0)
-			cli_die("cannot write report '%s': %s", a.report, strerror(errno));
-	} else {
-		json_dumpf(j, stderr, JSON_COMPACT);
-		fputc('\n', stderr);
 	}
+	if (!a.report)
+		write_report(j, NULL, 1);
 	json_decref(j);
 	json_decref(what);
 	scar_diff_result_free(dp);

@@ -35,7 +35,111 @@
 struct part {
 	double l1, l2, aa, bb, mx;
 	uint64_t ch, n;
+	struct scar_sumsq x2, xa, xb;	/* l2, aa, bb scaled: see part_ranges */
 };
+
+/* ---- sums of squares beyond the double range ---- */
+
+/*
+ * Below this a plain sum of squares may have lost terms to underflow (each
+ * term's error is under 2^-1074, so above it they are negligible); an
+ * overflowed one is Inf. Between the two the plain sum is used as it is.
+ */
+#define SUMSQ_TINY 0x1p-900
+
+/* Add q * 2^e (q >= 0). */
+static void sumsq_put(struct scar_sumsq *s, double q, int e)
+{
+	int x;
+
+	if (q == 0 || isnan(s->q))
+		return;
+	if (!isfinite(q) || isinf(s->q)) {
+		s->q = isinf(s->q) && !isnan(q) ? s->q : q;
+		return;
+	}
+	if (s->q == 0) {
+		s->q = q;
+		s->e = e;
+	} else if (e > s->e) {
+		s->q = ldexp(s->q, s->e - e) + q;
+		s->e = e;
+	} else {
+		s->q += ldexp(q, e - s->e);
+	}
+	s->q = frexp(s->q, &x);
+	s->e += x;
+}
+
+void scar_sumsq_add(struct scar_sumsq *s, double x)
+{
+	double m;
+	int e;
+
+	x = fabs(x);
+	if (!isfinite(x)) {
+		sumsq_put(s, x, 0);
+		return;
+	}
+	m = frexp(x, &e);	/* x*x = m*m * 2^(2e), m*m in [0.25, 1) */
+	sumsq_put(s, m * m, 2 * e);
+}
+
+void scar_sumsq_add_sum(struct scar_sumsq *s, double ss)
+{
+	double m;
+	int e;
+
+	if (!isfinite(ss)) {
+		sumsq_put(s, ss, 0);
+		return;
+	}
+	m = frexp(ss, &e);
+	sumsq_put(s, m, e);
+}
+
+void scar_sumsq_merge(struct scar_sumsq *s, const struct scar_sumsq *o)
+{
+	sumsq_put(s, o->q, o->e);
+}
+
+double scar_sumsq_root(const struct scar_sumsq *s)
+{
+	double q = s->q;
+	int e = s->e;
+
+	if (q == 0 || !isfinite(q))
+		return sqrt(q);
+	if (e & 1) {
+		q *= 2;
+		e--;
+	}
+	return ldexp(sqrt(q), e / 2);
+}
+
+double scar_sumsq_pick(double plain, const struct scar_sumsq *x)
+{
+	if (isnan(plain) || (isfinite(plain) && (plain >= SUMSQ_TINY || x->q == 0)))
+		return sqrt(plain);
+	return scar_sumsq_root(x);
+}
+
+/* A plain sum of squares that is right as it is (0 only when every term was). */
+static int plain_ok(double ss, int all_zero)
+{
+	return isnan(ss) || (isfinite(ss) && (ss >= SUMSQ_TINY || (ss == 0 && all_zero)));
+}
+
+/* The scaled sums from the plain ones: exact for every dtype but f64. */
+static void part_ranges(struct part *p)
+{
+	memset(&p->x2, 0, sizeof(p->x2));
+	memset(&p->xa, 0, sizeof(p->xa));
+	memset(&p->xb, 0, sizeof(p->xb));
+	scar_sumsq_add_sum(&p->x2, p->l2);
+	scar_sumsq_add_sum(&p->xa, p->aa);
+	scar_sumsq_add_sum(&p->xb, p->bb);
+}
 
 typedef void (*kernel_fn)(const void *a, const void *b, uint64_t n, struct part *p);
 
@@ -95,6 +199,7 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct part *p)	\
 	p->mx = mx;								\
 	p->ch = ch;								\
 	p->n = n;								\
+	part_ranges(p);								\
 }
 
 /*
@@ -176,9 +281,41 @@ static void kern_f32(const void *va, const void *vb, uint64_t n, struct part *p)
 	p->mx = mx;
 	p->ch = ch;
 	p->n = n;
+	part_ranges(p);
 }
 
-DEF_KERNEL(kern_f64, double)
+DEF_KERNEL(kern_f64_plain, double)
+
+/*
+ * f64: the plain kernel; then, only where a plain sum of squares overflowed
+ * or may have underflowed (elements beyond about 1e+-150), the sum again,
+ * scaled. Elements are f64 only here: f32 and integer squares fit a double
+ * with room for 2^64 terms, so their plain sums are always right.
+ */
+static void kern_f64(const void *va, const void *vb, uint64_t n, struct part *p)
+{
+	const double *a = va, *b = vb;
+
+	kern_f64_plain(va, vb, n, p);
+	if (!plain_ok(p->l2, p->mx == 0)) {
+		memset(&p->x2, 0, sizeof(p->x2));
+		for (uint64_t i = 0; i < n; i++)
+			if (memcmp(a + i, b + i, sizeof(*a)) != 0)
+				scar_sumsq_add(&p->x2, a[i] - b[i]);
+	}
+	if (!plain_ok(p->aa, 0)) {
+		memset(&p->xa, 0, sizeof(p->xa));
+		for (uint64_t i = 0; i < n; i++)
+			if (a[i] != 0)
+				scar_sumsq_add(&p->xa, a[i]);
+	}
+	if (!plain_ok(p->bb, 0)) {
+		memset(&p->xb, 0, sizeof(p->xb));
+		for (uint64_t i = 0; i < n; i++)
+			if (b[i] != 0)
+				scar_sumsq_add(&p->xb, b[i]);
+	}
+}
 DEF_KERNEL(kern_i32, int32_t)
 DEF_KERNEL(kern_u32, uint32_t)
 DEF_KERNEL(kern_i64, int64_t)
@@ -210,6 +347,9 @@ static void acc_add_part(struct scar_diff_acc *acc, const struct part *p)
 	scar_sum_add(&acc->l2sq, p->l2);
 	scar_sum_add(&acc->asq, p->aa);
 	scar_sum_add(&acc->bsq, p->bb);
+	scar_sumsq_merge(&acc->x2, &p->x2);
+	scar_sumsq_merge(&acc->xa, &p->xa);
+	scar_sumsq_merge(&acc->xb, &p->xb);
 	if (p->mx > acc->linf || isnan(p->mx))
 		acc->linf = p->mx;
 	acc->changed += p->ch;
@@ -238,6 +378,9 @@ void scar_diff_acc_merge(struct scar_diff_acc *into, const struct scar_diff_acc 
 	scar_sum_add(&into->asq, from->asq.c);
 	scar_sum_add(&into->bsq, from->bsq.s);
 	scar_sum_add(&into->bsq, from->bsq.c);
+	scar_sumsq_merge(&into->x2, &from->x2);
+	scar_sumsq_merge(&into->xa, &from->xa);
+	scar_sumsq_merge(&into->xb, &from->xb);
 	if (from->linf > into->linf || isnan(from->linf))
 		into->linf = from->linf;
 	into->changed += from->changed;
@@ -260,13 +403,15 @@ static double rel(double l2, double nb)
 }
 
 static void norms_from(double l1, double l2sq, double asq, double bsq, double linf,
-		       uint64_t changed, uint64_t n, struct scar_norms *out)
+		       uint64_t changed, uint64_t n, const struct scar_sumsq *x2,
+		       const struct scar_sumsq *xa, const struct scar_sumsq *xb,
+		       struct scar_norms *out)
 {
 	out->l1 = l1;
-	out->l2 = sqrt(l2sq);
+	out->l2 = scar_sumsq_pick(l2sq, x2);
 	out->linf = isnan(l2sq) ? NAN : linf;
-	out->norm_a = sqrt(asq);
-	out->norm_b = sqrt(bsq);
+	out->norm_a = scar_sumsq_pick(asq, xa);
+	out->norm_b = scar_sumsq_pick(bsq, xb);
 	out->rel_l2 = rel(out->l2, out->norm_b);
 	out->changed = changed;
 	out->elements = n;
@@ -276,7 +421,7 @@ void scar_diff_acc_result(const struct scar_diff_acc *acc, struct scar_norms *ou
 {
 	norms_from(scar_sum_value(&acc->l1), scar_sum_value(&acc->l2sq),
 		   scar_sum_value(&acc->asq), scar_sum_value(&acc->bsq), acc->linf,
-		   acc->changed, acc->elements, out);
+		   acc->changed, acc->elements, &acc->x2, &acc->xa, &acc->xb, out);
 }
 
 double scar_norm_l2(const void *a, enum scar_dtype dt, uint64_t n)
@@ -287,7 +432,7 @@ double scar_norm_l2(const void *a, enum scar_dtype dt, uint64_t n)
 	if (!k || !n)
 		return 0;
 	k(a, a, n, &p);
-	return sqrt(p.aa);
+	return scar_sumsq_pick(p.aa, &p.xa);
 }
 
 void scar_diff_opts_init(struct scar_diff_opts *o)
@@ -778,7 +923,8 @@ static int fold_row(struct engine *e, size_t ri, uint64_t row, const struct part
 		rr.tensor = ri;
 		rr.row = row;
 		rr.shard = scar_shard_of_row(row, e->r->nshards);
-		norms_from(p->l1, p->l2, p->aa, p->bb, p->mx, p->ch, p->n, &rr.n);
+		norms_from(p->l1, p->l2, p->aa, p->bb, p->mx, p->ch, p->n, &p->x2, &p->xa,
+			   &p->xb, &rr.n);
 		heap_push(e, &rr);
 		if (e->o->row_fn) {
 			int rc = e->o->row_fn(e->o->row_ctx, e->r, &rr);
@@ -794,6 +940,9 @@ static int fold_row(struct engine *e, size_t ri, uint64_t row, const struct part
 		e->pend.l2 += p->l2;
 		e->pend.aa += p->aa;
 		e->pend.bb += p->bb;
+		scar_sumsq_merge(&e->pend.x2, &p->x2);
+		scar_sumsq_merge(&e->pend.xa, &p->xa);
+		scar_sumsq_merge(&e->pend.xb, &p->xb);
 		if (p->mx > e->pend.mx || isnan(p->mx))
 			e->pend.mx = p->mx;
 		e->pend.ch += p->ch;
@@ -1000,6 +1149,9 @@ static int big_row(struct engine *e, size_t pt, size_t ri, uint64_t r, uint64_t 
 	p.mx = acc.linf;
 	p.ch = acc.changed;
 	p.n = acc.elements;
+	p.x2 = acc.x2;
+	p.xa = acc.xa;
+	p.xb = acc.xb;
 	return fold_row(e, ri, r, &p);
 }
 

@@ -296,6 +296,7 @@ double scar_perturb_norm(const struct scar_state *st, const struct scar_select *
 {
 	uint32_t S = st->shards ? st->shards : 1;
 	struct scar_sum s = { 0, 0 };
+	struct scar_sumsq x = { 0, 0 };	/* the same, should s overflow or underflow */
 
 	for (size_t i = 0; i < st->ntensors; i++) {
 		const struct scar_tensor *t = st->tensors[i];
@@ -311,23 +312,39 @@ double scar_perturb_norm(const struct scar_state *st, const struct scar_select *
 			n = is_float(t) ? scar_norm_l2(scar_tensor_row(t, r), t->dtype, re) :
 				int_row_norm(t, r, re);
 			scar_sum_add(&s, n * n);
+			scar_sumsq_add(&x, n);
 		}
 	}
-	return sqrt(scar_sum_value(&s));
+	return scar_sumsq_pick(scar_sum_value(&s), &x);
+}
+
+/* The stored change of element k of tensor i (orig as scar_perturb_noise keeps it). */
+static double elem_delta(const struct scar_tensor *t, const void *orig, uint64_t k)
+{
+	if (!is_float(t))
+		return scar_tensor_get(t, k) - ((const double *)orig)[k];
+	if (t->dtype == SCAR_F32)
+		return (double)((const float *)t->data)[k] - (double)((const float *)orig)[k];
+	return ((const double *)t->data)[k] - ((const double *)orig)[k];
 }
 
 /*
  * One pass over the selected elements in the fixed order: with orig ==
- * NULL, the sum of squares of the deviates; else x = orig + scale*g stored
+ * NULL, the L2 norm of the deviates; else x = orig + scale*g stored
  * (rounded to the nearest integer, saturating, in integer tensors: counts
- * stay counts), returning the squared norm of the stored change.
+ * stay counts), returning the L2 norm of the stored change. Norms are
+ * summed plainly (as they always were) and, where a row's plain sum of
+ * squares overflows or may have underflowed, scaled (scar_sumsq). *over
+ * (when orig) names the first tensor where a finite element became Inf:
+ * the noise does not fit the dtype.
  */
 static double noise_pass(struct scar_state *st, const struct scar_select *sel,
 			 struct scar_rng *rng, void **orig, double scale,
-			 struct scar_perturb_report *rep)
+			 struct scar_perturb_report *rep, const char **over)
 {
 	uint32_t S = st->shards ? st->shards : 1;
 	struct scar_sum acc = { 0, 0 };
+	struct scar_sumsq x = { 0, 0 };
 
 	for (size_t i = 0; i < st->ntensors; i++) {
 		struct scar_tensor *t = st->tensors[i];
@@ -337,56 +354,72 @@ static double noise_pass(struct scar_state *st, const struct scar_select *sel,
 			continue;
 		for (uint64_t r = sel->row_lo; r < row_end(t, sel); r++) {
 			double rs = 0;
+			int nz = 0;
 
 			if (!scar_select_row(t, S, sel, r))
 				continue;
 			touched++;
 			for (uint64_t k = r * re; k < (r + 1) * re; k++) {
-				double g = scar_rng_normal(rng);
+				double g = scar_rng_normal(rng), d;
 
 				if (!orig) {
-					rs += g * g;
+					d = g;
 				} else if (!is_float(t)) {
-					double x0 = ((const double *)orig[i])[k], d;
+					double x0 = ((const double *)orig[i])[k];
 
 					scar_tensor_set(t, k, x0 + nearbyint(scale * g));
 					d = scar_tensor_get(t, k) - x0;
-					rs += d * d;
 				} else if (t->dtype == SCAR_F32) {
 					float x0 = ((const float *)orig[i])[k];
-					float x = (float)((double)x0 + scale * g);
-					double d = (double)x - (double)x0;
+					float xv = (float)((double)x0 + scale * g);
 
-					((float *)t->data)[k] = x;
-					rs += d * d;
+					((float *)t->data)[k] = xv;
+					d = (double)xv - (double)x0;
+					if (isinf(xv) && isfinite(x0) && !*over)
+						*over = t->name;
 				} else {
 					double x0 = ((const double *)orig[i])[k];
-					double x = x0 + scale * g, d = x - x0;
+					double xv = x0 + scale * g;
 
-					((double *)t->data)[k] = x;
-					rs += d * d;
+					((double *)t->data)[k] = xv;
+					d = xv - x0;
+					if (isinf(xv) && isfinite(x0) && !*over)
+						*over = t->name;
 				}
+				rs += d * d;
+				nz |= d != 0;
 			}
 			scar_sum_add(&acc, rs);
+			if (!orig || (isfinite(rs) && (rs >= 0x1p-900 || !nz)))
+				scar_sumsq_add_sum(&x, rs);
+			else
+				for (uint64_t k = r * re; k < (r + 1) * re; k++)
+					scar_sumsq_add(&x, elem_delta(t, orig[i], k));
 		}
 		if (orig)
 			count_rows(rep, t, touched);
 	}
-	return scar_sum_value(&acc);
+	return scar_sumsq_pick(scar_sum_value(&acc), &x);
 }
 
 /*
  * Nudge single elements by one ulp where that brings the squared norm of the
  * change closer to want2; returns the squared norm achieved. This closes the
  * gap that rounding to f32 leaves (about 1e-7 relative) down to a few ulps
- * of one element's contribution.
+ * of one element's contribution. Returns the norm. The arithmetic is in
+ * units of 2^k ~ l2 (exact powers of two: the same as unscaled in the
+ * normal range), so that squares of a huge or tiny change stay in range.
  */
 static double noise_nudge(struct scar_state *st, const struct scar_select *sel, void **orig,
-			  double want2)
+			  double l2)
 {
 	uint32_t S = st->shards ? st->shards : 1;
 	struct scar_sum acc = { 0, 0 };
-	double R;
+	double R, want2;
+	int k2;
+
+	(void)frexp(l2, &k2);
+	want2 = ldexp(l2, -k2) * ldexp(l2, -k2);
 
 	for (int pass = 0; pass < 4; pass++) {
 		acc.s = acc.c = 0;
@@ -400,9 +433,9 @@ static double noise_nudge(struct scar_state *st, const struct scar_select *sel, 
 				if (!scar_select_row(t, S, sel, r))
 					continue;
 				for (uint64_t k = r * re; k < (r + 1) * re; k++) {
-					double d = scar_tensor_get(t, k) - (t->dtype == SCAR_F32 ?
+					double d = ldexp(scar_tensor_get(t, k) - (t->dtype == SCAR_F32 ?
 						(double)((const float *)orig[i])[k] :
-						((const double *)orig[i])[k]);
+						((const double *)orig[i])[k]), -k2);
 
 					scar_sum_add(&acc, d * d);
 				}
@@ -436,8 +469,8 @@ static double noise_nudge(struct scar_state *st, const struct scar_select *sel, 
 						nx = R > 0 ? nextafter(x, x >= x0 ? INFINITY : -INFINITY) :
 							     nextafter(x, x0);
 					}
-					d = x - x0;
-					gain = (nx - x0) * (nx - x0) - d * d;
+					d = ldexp(x - x0, -k2);
+					gain = ldexp(nx - x0, -k2) * ldexp(nx - x0, -k2) - d * d;
 					if (!isfinite(nx) || !(R > 0 ? gain > 0 && gain < 2 * R :
 								gain < 0 && gain > 2 * R))
 						continue;
@@ -447,7 +480,7 @@ static double noise_nudge(struct scar_state *st, const struct scar_select *sel, 
 			}
 		}
 	}
-	return scar_sum_value(&acc);
+	return ldexp(sqrt(scar_sum_value(&acc)), k2);
 }
 
 int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, double l2,
@@ -456,7 +489,8 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 {
 	struct scar_rng start = *rng, r;
 	void **orig = NULL;
-	double gsq, scale, got = 0;
+	const char *over = NULL;
+	double gn, scale, got = 0;
 	int rc = scar_select_check(st, sel, err), all_float = 1;
 
 	report_clear(rep);
@@ -477,8 +511,8 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 	if (l2 == 0)
 		return 0;
 	r = start;
-	gsq = noise_pass(st, sel, &r, NULL, 0, NULL);
-	if (gsq == 0)
+	gn = noise_pass(st, sel, &r, NULL, 0, NULL, NULL);
+	if (gn == 0)
 		return scar_error_set(err, SCAR_EINVAL, "no elements selected");
 	orig = calloc(st->ntensors, sizeof(*orig));
 	if (!orig)
@@ -501,13 +535,13 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 			for (uint64_t k = 0; k < scar_tensor_elems(t); k++)
 				((double *)orig[i])[k] = scar_tensor_get(t, k);
 	}
-	scale = l2 / sqrt(gsq);
+	scale = l2 / gn;
 	/* rounding to the dtype shrinks or grows the change a little: correct the scale */
 	for (int pass = 0; pass < 4; pass++) {
 		r = start;
 		report_clear(rep);
-		got = sqrt(noise_pass(st, sel, &r, orig, scale, rep));
-		if (got == 0 || fabs(got / l2 - 1) < 1e-15)
+		got = noise_pass(st, sel, &r, orig, scale, rep, &over);
+		if (over || got == 0 || fabs(got / l2 - 1) < 1e-15)
 			break;
 		scale *= l2 / got;
 	}
@@ -515,11 +549,43 @@ int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, dou
 	for (size_t i = 0; i < st->ntensors; i++)
 		if (orig[i] && !is_float(st->tensors[i]))
 			all_float = 0;
+	if (over) {
+		const struct scar_tensor *ot = scar_state_find(st, over);
+
+		rc = scar_error_set(err, SCAR_ERANGE,
+				    "noise of L2 norm %g does not fit tensor '%s' (%s): elements would "
+				    "pass its largest finite value", l2, over,
+				    ot ? scar_dtype_name(ot->dtype) : "?");
+		goto undo;
+	}
 	if (got > 0 && all_float)
-		got = sqrt(noise_nudge(st, sel, orig, l2 * l2));
+		got = noise_nudge(st, sel, orig, l2);
+	/* Never a silent other perturbation: the stored norm is checked. */
+	if (all_float && !(fabs(got - l2) <= SCAR_NOISE_TOLERANCE * l2)) {
+		rc = scar_error_set(err, SCAR_ERANGE,
+				    "noise of L2 norm %g cannot be stored: after rounding to the "
+				    "tensors' precision the change has norm %g (tolerance %g relative)",
+				    l2, got, SCAR_NOISE_TOLERANCE);
+		goto undo;
+	}
 	*rng = r;
 	if (achieved)
 		*achieved = got;
+	goto out;
+undo:
+	/* the state as it was: a refused perturbation changes nothing */
+	report_clear(rep);
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *t = st->tensors[i];
+
+		if (!orig[i])
+			continue;
+		if (is_float(t))
+			memcpy(t->data, orig[i], scar_tensor_bytes(t));
+		else
+			for (uint64_t k = 0; k < scar_tensor_elems(t); k++)
+				scar_tensor_set(t, k, ((double *)orig[i])[k]);
+	}
 out:
 	for (size_t i = 0; i < st->ntensors; i++)
 		free(orig[i]);

@@ -1,5 +1,7 @@
 /* cli.c - shared command-line helpers (see cli.h). */
+#include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -156,7 +158,7 @@ uint64_t cli_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t ma
 	unsigned long long v;
 
 	need_value(opt, s);
-	if (*s == '-' || *s == '+' || *s == ' ')
+	if (*s == '-' || *s == '+' || isspace((unsigned char)*s))
 		cli_usage_error("option '%s': '%s' is not a non-negative integer", opt, s);
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -176,7 +178,7 @@ int64_t cli_parse_i64(const char *opt, const char *s, int64_t min, int64_t max)
 	need_value(opt, s);
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (*end || errno == ERANGE || *s == ' ')
+	if (*end || errno == ERANGE || isspace((unsigned char)*s))
 		cli_usage_error("option '%s': '%s' is not an integer", opt, s);
 	if (v < min || v > max)
 		cli_usage_error("option '%s': %s is out of range [%lld, %lld]", opt, s,
@@ -190,10 +192,16 @@ double cli_parse_double(const char *opt, const char *s, double min, double max)
 	double v;
 
 	need_value(opt, s);
+	/* decimal only: strtod would also take spaces, hex, "inf" and "nan" */
+	if (s[strspn(s, "0123456789.eE+-")])
+		cli_usage_error("option '%s': '%s' is not a finite number", opt, s);
 	errno = 0;
 	v = strtod(s, &end);
-	if (*end || errno == ERANGE || !isfinite(v) || *s == ' ')
+	if (*end || !isfinite(v))
 		cli_usage_error("option '%s': '%s' is not a finite number", opt, s);
+	if (errno == ERANGE)	/* underflow: 0 or subnormal, not the number given */
+		cli_usage_error("option '%s': '%s' is too small (nonzero numbers start at %g)",
+				opt, s, DBL_MIN);
 	if (v < min || v > max)
 		cli_usage_error("option '%s': %s is out of range [%g, %g]", opt, s, min, max);
 	return v;

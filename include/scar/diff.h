@@ -18,6 +18,14 @@
  * whatever n: good to ~1e-13 for 1e9 elements, where a plain double loop
  * can lose 1e-7 and a float loop everything.
  *
+ * Range: squares are summed as above while that is exact enough; when a
+ * plain sum of squares would overflow or underflow (f64 elements beyond
+ * about 1e+-150), it is taken again scaled by powers of two (struct
+ * scar_sumsq), so l2, norm_a and norm_b are right for every finite input:
+ * Inf only when an element is Inf or the norm itself exceeds the largest
+ * double (about 1.8e308). The scaled sums are good to about 1e-13 relative
+ * per 1e6 terms. l1 and linf are Inf likewise only beyond the double range.
+ *
  * Snapshots are checkpoints (scar/ckpt.h), .npy or safetensors files
  * (scar/arrayfile.h), in any mix; tensors are matched by name. By default
  * only SCAR_ROLE_PARAM tensors are compared (the parameters a failure can
@@ -65,6 +73,29 @@ static inline double scar_sum_value(const struct scar_sum *a)
 	return a->s + a->c;
 }
 
+/*
+ * A sum of squares kept as q * 2^e, 0.5 <= q < 1 (or q == 0; Inf or NaN
+ * once a term is), so that it neither overflows nor underflows. Zero-
+ * initialise to start.
+ */
+struct scar_sumsq {
+	double q;
+	int e;
+};
+
+/* Add x*x, or ss (itself a sum of squares, >= 0), or another scar_sumsq. */
+void scar_sumsq_add(struct scar_sumsq *s, double x);
+void scar_sumsq_add_sum(struct scar_sumsq *s, double ss);
+void scar_sumsq_merge(struct scar_sumsq *s, const struct scar_sumsq *o);
+/* sqrt of the sum: Inf when it exceeds the largest double. */
+double scar_sumsq_root(const struct scar_sumsq *s);
+/*
+ * sqrt(plain), plain a sum of squares accumulated in doubles, unless that
+ * overflowed or may have underflowed: then the root of x, the same sum
+ * kept by scar_sumsq. Normal-range results are exactly sqrt(plain).
+ */
+double scar_sumsq_pick(double plain, const struct scar_sumsq *x);
+
 struct scar_norms {
 	double l1, l2, linf, rel_l2;
 	double norm_a, norm_b;		/* ||A||, ||B|| over the compared elements */
@@ -74,6 +105,7 @@ struct scar_norms {
 /* Accumulates norms of A - B over any number of array pieces. */
 struct scar_diff_acc {
 	struct scar_sum l1, l2sq, asq, bsq;
+	struct scar_sumsq x2, xa, xb;	/* l2sq, asq, bsq without overflow */
 	double linf;
 	uint64_t changed, elements;
 };

@@ -105,7 +105,7 @@ int scar_perturb_lose(struct scar_state *st, const struct scar_select *sel, cons
 
 /* ---- noise ---- */
 
-/* Accurate L2 norm of the elements scar_perturb_noise would change. */
+/* Accurate L2 norm of the elements scar_perturb_noise would change (any finite range). */
 double scar_perturb_norm(const struct scar_state *st, const struct scar_select *sel);
 
 /*
@@ -118,8 +118,16 @@ double scar_perturb_norm(const struct scar_state *st, const struct scar_select *
  * noise is rounded to a whole number, so the norm is l2 only roughly, and a
  * noise much smaller than 1 per element rounds to no change at all.
  * *achieved (may be NULL) gets the norm of the change actually stored.
- * l2 = 0 changes nothing.
+ * l2 = 0 changes nothing. Norms are computed without overflow or underflow
+ * (scar_sumsq), so any finite l2 is honoured or refused, never silently
+ * changed: SCAR_ERANGE, with the state left as it was, when an element
+ * would pass its dtype's largest finite value (f32: about 3.4e38 per
+ * element), or when the norm stored in float tensors differs from l2 by
+ * more than SCAR_NOISE_TOLERANCE relative (the noise is too small to
+ * survive rounding to the values' precision).
  */
+#define SCAR_NOISE_TOLERANCE 1e-6
+
 int scar_perturb_noise(struct scar_state *st, const struct scar_select *sel, double l2,
 		       struct scar_rng *rng, double *achieved, struct scar_perturb_report *rep,
 		       struct scar_error *err);
