@@ -248,8 +248,10 @@ npy_v2() {
 @test "a full disk on stdout is reported once, exit 2, by every tool" {
 	run -2 --separate-stderr scar-train -m ridge -n 3 -q --events /dev/full
 	[ "$stderr" = "scar-train: cannot write '/dev/full': No space left on device" ]
+	rm -f x.ckpt
 	run -2 --separate-stderr scar-inject --noise-l2 1 --report /dev/full in.ckpt x.ckpt
-	[ "$stderr" = "scar-inject: cannot write report '/dev/full': No space left on device" ]
+	[ "$stderr" = "scar-inject: cannot write report '/dev/full': No space left on device; the checkpoint was not written" ]
+	[ ! -e x.ckpt ]
 	scar-train -m ridge -n 5 --no-timing -q > ev.jsonl
 	local c
 	for c in "scar-train -m ridge -n 3 -q" "scar-train -m ridge -n 3 -q --events -" \
