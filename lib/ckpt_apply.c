@@ -86,5 +86,16 @@ int scar_ckpt_apply(struct scar_state *base, const struct scar_state *over,
 		}
 	}
 	base->iteration = over->iteration;
+	/*
+	 * The clock goes with the iteration: a base's older clock would put the
+	 * result's clock before its iteration, which a resume rightly refuses.
+	 */
+	{
+		json_t *clock = over->extra ? json_object_get(over->extra, "clock") : NULL;
+
+		if (json_is_integer(clock) && base->extra &&
+		    json_object_set(base->extra, "clock", clock))
+			return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
 	return 0;
 }

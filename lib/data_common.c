@@ -78,8 +78,14 @@ static int lines_fill(struct scar_lines *lr, struct scar_error *err)
 		lr->pos = 0;
 	}
 	if (lr->end == lr->cap) {
-		/* One line longer than the buffer: grow it. */
-		char *nb = realloc(lr->buf, lr->cap * 2 + 1);
+		/* One line longer than the buffer: grow it, up to the limit. */
+		char *nb;
+
+		if (lr->cap >= SCAR_DATA_LINE_MAX)
+			return scar_error_set_at(err, SCAR_EFORMAT, lr->path, -1, lr->line + 1,
+						 "line %lld longer than %zu bytes",
+						 (long long)lr->line + 1, (size_t)SCAR_DATA_LINE_MAX);
+		nb = realloc(lr->buf, lr->cap * 2 + 1);
 
 		if (!nb)
 			return scar_error_set(err, SCAR_ENOMEM, "out of memory reading '%s'", lr->path);

@@ -17,6 +17,13 @@
  * returned NUL-terminated in place, without the '\n' (and without a '\r'
  * before it), valid until the next call.
  */
+/*
+ * Longest line a data file may have: 64 MiB, far above any real line (a
+ * LIBSVM example of a million features is about 20 MB), and a bound on the
+ * memory a file without newlines (/dev/zero, an endless pipe) can take.
+ */
+#define SCAR_DATA_LINE_MAX ((size_t)64 << 20)
+
 struct scar_lines {
 	int fd;
 	const char *path;	/* borrowed, for error reports */

@@ -167,7 +167,8 @@ int scar_perturb_pick_shards(uint32_t S, uint32_t count, struct scar_rng *rng, u
 	return 0;
 }
 
-static void tensor_moments(const struct scar_tensor *t, double *mean, double *sd)
+/* Mean and sample sd of the finite present elements, each divided by scale. */
+static void moments_scaled(const struct scar_tensor *t, double scale, double *mean, double *sd)
 {
 	struct scar_sum s = { 0, 0 }, q = { 0, 0 };
 	uint64_t rows = scar_tensor_rows(t), re = scar_tensor_row_elems(t), n = 0;
@@ -178,7 +179,7 @@ static void tensor_moments(const struct scar_tensor *t, double *mean, double *sd
 				double v = scar_tensor_get(t, r * re + k);
 
 				if (isfinite(v)) {
-					scar_sum_add(&s, v);
+					scar_sum_add(&s, v / scale);
 					n++;
 				}
 			}
@@ -186,12 +187,41 @@ static void tensor_moments(const struct scar_tensor *t, double *mean, double *sd
 	for (uint64_t r = 0; r < rows; r++)
 		if (scar_tensor_has_row(t, r))
 			for (uint64_t k = 0; k < re; k++) {
-				double v = scar_tensor_get(t, r * re + k) - *mean;
+				double v = scar_tensor_get(t, r * re + k) / scale - *mean;
 
 				if (isfinite(v))
 					scar_sum_add(&q, v * v);
 			}
 	*sd = n > 1 ? sqrt(scar_sum_value(&q) / (double)(n - 1)) : 0;
+}
+
+/*
+ * Mean and sd of a tensor's finite present elements. Squares of elements
+ * beyond about 1e154 overflow, so such tensors are measured again in units
+ * of their largest magnitude (a power of two: exact); ordinary tensors keep
+ * the plain sums, bit for bit.
+ */
+static void tensor_moments(const struct scar_tensor *t, double *mean, double *sd)
+{
+	uint64_t rows = scar_tensor_rows(t), re = scar_tensor_row_elems(t);
+	double big = 0;
+	int ex;
+
+	moments_scaled(t, 1.0, mean, sd);
+	if (isfinite(*mean) && isfinite(*sd))
+		return;
+	for (uint64_t r = 0; r < rows; r++)
+		if (scar_tensor_has_row(t, r))
+			for (uint64_t k = 0; k < re; k++) {
+				double v = fabs(scar_tensor_get(t, r * re + k));
+
+				if (isfinite(v) && v > big)
+					big = v;
+			}
+	frexp(big, &ex);
+	moments_scaled(t, ldexp(1.0, ex), mean, sd);
+	*mean = ldexp(*mean, ex);
+	*sd = ldexp(*sd, ex);
 }
 
 int scar_perturb_lose(struct scar_state *st, const struct scar_select *sel, const uint8_t *lost,

@@ -1,0 +1,34 @@
+#!/usr/bin/env bats
+# The third campaign's findings (issue 16): an applied checkpoint that
+# could not be resumed, NaN written by --reset random for large finite
+# values, and --data lines without end.
+bats_require_minimum_version 1.5.0
+load helper
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+@test "campc: a checkpoint built by scar-ckpt apply resumes" {
+	scar-train -q --no-timing --no-sync -m ridge --set n=50 --set d=8 -n 9 --policy round-robin \
+		--interval 4 --checkpoint-dir cd > /dev/null
+	run -0 scar-ckpt apply -o a1.ckpt cd
+	run -0 --separate-stderr scar-train -q --no-timing -n 12 --resume a1.ckpt
+}
+
+@test "campc: --reset random on values near 1e200 writes finite values of their scale" {
+	command -v python3 >/dev/null || skip "python3 not installed"
+	python3 -c "import struct;open('g.raw','wb').write(struct.pack('<4d',1e200,2e200,3e200,4e200))"
+	scar-ckpt import --no-sync -o g.ckpt --dtype f64 --shape 4,1 --shards 2 g.raw
+	run -0 --separate-stderr scar-inject --lose-shards 0 --reset random g.ckpt r.ckpt
+	[[ $stderr == *'"delta_norm":'[0-9]* ]]
+	run -0 scar-ckpt export --format json r.ckpt
+	[[ $output != *null* ]]
+	[[ $output == *e+200* ]]
+}
+
+@test "campc: a --data file without newlines is refused at the line limit" {
+	[ -z "$SCAR_SANITIZE" ] || skip "sanitizer build: ulimit -v"
+	run -2 --separate-stderr bash -c 'ulimit -v 1000000; exec timeout 60 scar-train -q --no-timing -m mf -n 1 --data /dev/zero'
+	[[ $stderr == *"/dev/zero:1: line 1 longer than 67108864 bytes"* ]]
+}
