@@ -1116,6 +1116,14 @@ static int cmd_export(int argc, char **argv)
 			if (shard == UINT64_MAX || scar_shard_of_row(i, S) == shard)
 				sel[nsel++] = i;
 	}
+	/* Rows the shape has but this partial checkpoint does not: an error, not "[]". */
+	if (!nsel && t->rows && a < b) {
+		cli_warn("no selected row of tensor '%s' is present in '%s' (a partial checkpoint "
+			 "holding %llu of its %llu rows)", t->name, path,
+			 (unsigned long long)t->rows_present,
+			 (unsigned long long)t->rows);
+		goto out;
+	}
 	elem = scar_dtype_size(t->dtype);
 	rb = elem;
 	for (k = 1; k < (size_t)t->ndim; k++)

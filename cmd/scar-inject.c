@@ -397,6 +397,15 @@ int main(int argc, char **argv)
 		cli_refuse_tty_stdin();
 	if (cli_is_stdio(out))
 		cli_refuse_binary_tty();
+	/* standard input holds one checkpoint: two operands cannot both read it */
+	{
+		const char *second = a.stale ? a.stale :
+			a.reset && strncmp(a.reset, "from=", 5) == 0 ? a.reset + 5 : NULL;
+
+		if (second && cli_is_stdio(in) && cli_is_stdio(second))
+			cli_usage_error("%s and the input cannot both be standard input",
+					a.stale ? "--stale" : "--reset from=");
+	}
 
 	st = load(in);
 	scar_error_clear(&err);

@@ -32,3 +32,22 @@ setup() {
 	run -2 --separate-stderr bash -c 'ulimit -v 1000000; exec timeout 60 scar-train -q --no-timing -m mf -n 1 --data /dev/zero'
 	[[ $stderr == *"/dev/zero:1: line 1 longer than 67108864 bytes"* ]]
 }
+
+@test "campc: scar-inject refuses two checkpoint operands on standard input" {
+	scar-train -q --no-timing --no-sync -m ridge --set n=50 --set d=8 -n 2 --save a.ckpt > /dev/null
+	run -2 --separate-stderr scar-inject --stale - --mix 0.5 - out.ckpt < a.ckpt
+	[[ $stderr == "scar-inject: --stale and the input cannot both be standard input"* ]]
+	run -2 --separate-stderr scar-inject --lose-count 1 --reset from=- - out.ckpt < a.ckpt
+	[[ $stderr == "scar-inject: --reset from= and the input cannot both be standard input"* ]]
+	[ ! -e out.ckpt ]
+}
+
+@test "campc: export of rows a partial checkpoint does not hold is an error, not an empty array" {
+	scar-train -q --no-timing --no-sync -m ridge --set n=50 --set d=8 -n 9 --policy round-robin \
+		--interval 4 --checkpoint-dir cd > /dev/null
+	p=$(ls cd/*.ckpt | tail -1)
+	run -0 --separate-stderr scar-ckpt info --json "$p"
+	[[ $output == *'"kind":"partial"'* ]]
+	run -2 --separate-stderr scar-ckpt export --rows 0:1 --format json "$p"
+	[[ $stderr == *"is present in '$p' (a partial checkpoint holding"* ]]
+}
