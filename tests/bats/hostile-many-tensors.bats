@@ -9,7 +9,9 @@ load helper
 
 # Seconds per step: generous, and more under a sanitizer.
 TMO=30
-[ -z "$SCAR_SANITIZE" ] || TMO=120
+N=100000
+# A sanitizer build checks memory, not speed: fewer tensors, more time.
+[ -z "$SCAR_SANITIZE" ] || { TMO=120; N=5000; }
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
@@ -35,23 +37,23 @@ PY
 }
 
 @test "100k tensors: safetensors import, then verify, info, convert, diff, export" {
-	mkst 100000 m.safetensors
+	mkst "$N" m.safetensors
 	run timeout "$TMO" scar-ckpt import --no-sync -o m.ckpt m.safetensors
 	assert_success
 	run timeout "$TMO" scar-ckpt verify m.ckpt
 	assert_success
 	run timeout "$TMO" scar-ckpt info m.ckpt
 	assert_success
-	assert_output --partial "t99999"
+	assert_output --partial "t$((N - 1))"
 	run timeout "$TMO" scar-ckpt convert --no-sync --no-compress m.ckpt c.ckpt
 	assert_success
 	run timeout "$TMO" scar-diff -q m.ckpt c.ckpt
 	assert_success
 	run timeout "$TMO" scar-diff -q m.safetensors m.ckpt
 	assert_success
-	run timeout "$TMO" scar-ckpt export --tensor t12345 --format json m.ckpt
+	run timeout "$TMO" scar-ckpt export --tensor t1234 --format json m.ckpt
 	assert_success
-	assert_output --partial "12345"
+	assert_output --partial "1234"
 	# the role the file's metadata gives survived
 	run timeout "$TMO" scar-ckpt info --json m.ckpt
 	assert_success
