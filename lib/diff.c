@@ -147,7 +147,17 @@ typedef void (*kernel_fn)(const void *a, const void *b, uint64_t n, struct part 
  * Blocks of BLOCK elements, four interleaved lanes each (independent
  * dependency chains, and SLP-vectorisable), block sums compensated.
  */
-#define DEF_KERNEL(NAME, T)							\
+/*
+ * The difference of two elements as a double. Every dtype but the 64-bit
+ * integers converts exactly, so u - v rounds once; 64-bit integers beyond
+ * 2^53 would round before subtracting (2^60 and 2^60 + 1 both become
+ * 2^60), so their difference is taken exactly in the integers first.
+ */
+#define DIFF_PLAIN(x, y, u, v) ((u) - (v))
+#define DIFF_U64(x, y, u, v) ((x) > (y) ? (double)((uint64_t)(x) - (uint64_t)(y)) : \
+			      -(double)((uint64_t)(y) - (uint64_t)(x)))
+
+#define DEF_KERNEL(NAME, T, DIFF)							\
 static void NAME(const void *va, const void *vb, uint64_t n, struct part *p)	\
 {										\
 	const T *a = va, *b = vb;						\
@@ -164,7 +174,8 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct part *p)	\
 			for (int k = 0; k < 4; k++) {				\
 				double u = (double)x[j + k], v = (double)y[j + k];	\
 				int ne = memcmp(x + j + k, y + j + k, sizeof(T)) != 0;	\
-				double d = ne ? u - v : 0, ad = fabs(d);	\
+				double d = ne ? DIFF(x[j + k], y[j + k], u, v) : 0;	\
+				double ad = fabs(d);				\
 				s1[k] += ad;					\
 				s2[k] += d * d;					\
 				sa[k] += u * u;					\
@@ -176,7 +187,8 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct part *p)	\
 		for (; j < m; j++) {						\
 			double u = (double)x[j], v = (double)y[j];		\
 			int ne = memcmp(x + j, y + j, sizeof(T)) != 0;		\
-			double d = ne ? u - v : 0, ad = fabs(d);		\
+			double d = ne ? DIFF(x[j], y[j], u, v) : 0;		\
+			double ad = fabs(d);					\
 			s1[0] += ad;						\
 			s2[0] += d * d;						\
 			sa[0] += u * u;						\
@@ -284,7 +296,7 @@ static void kern_f32(const void *va, const void *vb, uint64_t n, struct part *p)
 	part_ranges(p);
 }
 
-DEF_KERNEL(kern_f64_plain, double)
+DEF_KERNEL(kern_f64_plain, double, DIFF_PLAIN)
 
 /*
  * f64: the plain kernel; then, only where a plain sum of squares overflowed
@@ -316,11 +328,11 @@ static void kern_f64(const void *va, const void *vb, uint64_t n, struct part *p)
 				scar_sumsq_add(&p->xb, b[i]);
 	}
 }
-DEF_KERNEL(kern_i32, int32_t)
-DEF_KERNEL(kern_u32, uint32_t)
-DEF_KERNEL(kern_i64, int64_t)
-DEF_KERNEL(kern_u64, uint64_t)
-DEF_KERNEL(kern_u8, uint8_t)
+DEF_KERNEL(kern_i32, int32_t, DIFF_PLAIN)
+DEF_KERNEL(kern_u32, uint32_t, DIFF_PLAIN)
+DEF_KERNEL(kern_i64, int64_t, DIFF_U64)
+DEF_KERNEL(kern_u64, uint64_t, DIFF_U64)
+DEF_KERNEL(kern_u8, uint8_t, DIFF_PLAIN)
 
 static kernel_fn kernel_for(enum scar_dtype dt)
 {

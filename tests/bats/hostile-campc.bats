@@ -51,3 +51,18 @@ setup() {
 	run -2 --separate-stderr scar-ckpt export --rows 0:1 --format json "$p"
 	[[ $stderr == *"is present in '$p' (a partial checkpoint holding"* ]]
 }
+
+@test "campc: scar-diff measures 64-bit integers beyond 2^53 exactly" {
+	command -v python3 >/dev/null || skip "python3 not installed"
+	mkdir p q
+	python3 -c "import struct;open('p/x.raw','wb').write(struct.pack('<QQ',2**60,7));open('q/x.raw','wb').write(struct.pack('<QQ',2**60+1,7))"
+	scar-ckpt import --no-sync -o p.ckpt --dtype u64 --shape 2 p/x.raw
+	scar-ckpt import --no-sync -o q.ckpt --dtype u64 --shape 2 q/x.raw
+	run -1 scar-diff --json p.ckpt q.ckpt
+	[[ $output == *'"l1":1.0,"l2":1.0,"linf":1.0'* ]]
+	python3 -c "import struct;open('p/x.raw','wb').write(struct.pack('<qq',-2**62,7));open('q/x.raw','wb').write(struct.pack('<qq',2**62,7))"
+	scar-ckpt import --no-sync -o p.ckpt --dtype i64 --shape 2 p/x.raw
+	scar-ckpt import --no-sync -o q.ckpt --dtype i64 --shape 2 q/x.raw
+	run -1 scar-diff --json p.ckpt q.ckpt
+	[[ $output == *'"l1":9.2233720368547758e18,'* ]]
+}
