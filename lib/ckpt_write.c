@@ -971,23 +971,35 @@ char *scar_tmp_name(const char *path)
 
 int scar_tmp_create(const char *path, char **tmp, struct scar_error *err)
 {
+	sigset_t block, saved;
 	struct stat sb;
 	mode_t mode;
-	int fd;
+	int fd, e;
 
 	*tmp = scar_tmp_name(path);
 	if (!*tmp)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	/*
+	 * The signals wait while the file is made and registered: one arriving
+	 * between the two would leave a temporary nothing removes.
+	 */
+	sigemptyset(&block);
+	for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++)
+		sigaddset(&block, tmp_signals[k]);
+	sigprocmask(SIG_BLOCK, &block, &saved);
 	fd = mkstemp(*tmp);
+	e = errno;
+	if (fd >= 0)
+		tmp_register(*tmp);
+	sigprocmask(SIG_SETMASK, &saved, NULL);
 	if (fd < 0) {
-		int rc = scar_error_set_errno(err, errno, path,
+		int rc = scar_error_set_errno(err, e, path,
 					      "cannot create a temporary file for '%s'", path);
 
 		free(*tmp);
 		*tmp = NULL;
 		return rc;
 	}
-	tmp_register(*tmp);
 	/* mkstemp makes 0600: keep the mode of the file replaced, or what open(2) with 0666 would give. */
 	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
 		mode = sb.st_mode & 0777;
