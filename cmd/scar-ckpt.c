@@ -1033,6 +1033,7 @@ static int cmd_export(int argc, char **argv)
 	struct scar_error e;
 	enum format fmt = FMT_NONE;
 	uint64_t a = 0, b = UINT64_MAX, shard = UINT64_MAX, nsel = 0, placed = 0, i;
+	int asked;
 	uint64_t *sel = NULL, shape[SCAR_MAX_DIMS];
 	unsigned char *buf = NULL;
 	struct outfile o;
@@ -1093,6 +1094,7 @@ static int cmd_export(int argc, char **argv)
 			goto out;
 		}
 	}
+	asked = a || b != UINT64_MAX || shard != UINT64_MAX;
 	if (b == UINT64_MAX)
 		b = t->rows;
 
@@ -1116,8 +1118,8 @@ static int cmd_export(int argc, char **argv)
 			if (shard == UINT64_MAX || scar_shard_of_row(i, S) == shard)
 				sel[nsel++] = i;
 	}
-	/* Rows the shape has but this partial checkpoint does not: an error, not "[]". */
-	if (!nsel && t->rows && a < b) {
+	/* Rows asked for that this partial checkpoint lacks: an error, not "[]". */
+	if (!nsel && asked && a < b) {
 		cli_warn("no selected row of tensor '%s' is present in '%s' (a partial checkpoint "
 			 "holding %llu of its %llu rows)", t->name, path,
 			 (unsigned long long)t->rows_present,
