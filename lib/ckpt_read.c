@@ -576,6 +576,24 @@ static int parse_meta(struct scar_ckpt_reader *r, const char *buf, size_t len,
 	return parse_table(r, tv, err);
 }
 
+/*
+ * One read(2) into ibuf at offset at, retried on EINTR: the bytes read (0
+ * sets eof), or a negative scar_err.
+ */
+static ssize_t read_some(struct scar_ckpt_reader *r, size_t at, struct scar_error *err)
+{
+	ssize_t k;
+
+	do
+		k = read(r->fd, r->ibuf + at, IBUF_LEN - at);
+	while (k < 0 && errno == EINTR);
+	if (k < 0)
+		return scar_error_set_errno(err, errno, r->name, "cannot read '%s'", r->name);
+	if (k == 0)
+		r->eof = 1;
+	return k;
+}
+
 static int read_head(struct scar_ckpt_reader *r, struct scar_error *err)
 {
 	unsigned char h[CKPT_HEADER_LEN];
@@ -586,14 +604,10 @@ static int read_head(struct scar_ckpt_reader *r, struct scar_error *err)
 
 	/* Before anything else: the file's first bytes, to tell "empty" and "not ours". */
 	while (r->ilen < CKPT_HEADER_LEN && !r->eof) {
-		ssize_t k = read(r->fd, r->ibuf + r->ilen, IBUF_LEN - r->ilen);
+		ssize_t k = read_some(r, r->ilen, err);
 
-		if (k < 0 && errno == EINTR)
-			continue;
 		if (k < 0)
-			return scar_error_set_errno(err, errno, r->name, "cannot read '%s'", r->name);
-		if (k == 0)
-			r->eof = 1;
+			return (int)k;
 		r->ilen += (size_t)k;
 	}
 	if (r->ilen == 0)
@@ -1125,14 +1139,10 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 static int stream_ends(struct scar_ckpt_reader *r, uint64_t end, struct scar_error *err)
 {
 	while (r->ipos == r->ilen && !r->eof) {
-		ssize_t k = read(r->fd, r->ibuf, IBUF_LEN);
+		ssize_t k = read_some(r, 0, err);
 
-		if (k < 0 && errno == EINTR)
-			continue;
 		if (k < 0)
-			return scar_error_set_errno(err, errno, r->name, "cannot read '%s'", r->name);
-		if (k == 0)
-			r->eof = 1;
+			return (int)k;
 		r->ipos = 0;
 		r->ilen = (size_t)k;
 	}
