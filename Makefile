@@ -53,15 +53,24 @@ all: $(PROGS) lib/libscar.a scar.pc $(TOOL_BIN)
 
 # sanitize.stamp holds the SANITIZE of the build. Everything compiled depends
 # on it, so changing SANITIZE rebuilds all instead of mixing instrumented and
-# plain objects; the tests read it (tests/bats/helper.bash). It is rewritten
-# only when SANITIZE changes (the way git's GIT-CFLAGS is).
-sanitize.stamp: FORCE
-	@[ "$$(cat $@ 2>/dev/null)" = '$(SANITIZE)' ] || printf '%s\n' '$(SANITIZE)' > $@
+# plain objects; the tests read it (tests/bats/helper.bash). It always exists
+# (an empty line for a plain build) and is rewritten only when SANITIZE
+# changes, the way git's GIT-CFLAGS is: a missing stamp would make every
+# object out of date on every call. It is brought up to date while the
+# Makefile is read, not by a FORCE rule, so that `make -q all` after a build
+# answers "up to date" and a second `make` compiles nothing.
+SANITIZE_STAMP := $(shell [ -f sanitize.stamp ] && [ "$$(cat sanitize.stamp)" = '$(SANITIZE)' ] || \
+	printf '%s\n' '$(SANITIZE)' > sanitize.stamp)
+sanitize.stamp:
+	@printf '%s\n' '$(SANITIZE)' > $@
 
 lib/%.o: lib/%.c $(HEADERS) $(wildcard lib/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 cmd/common/%.o: cmd/common/%.c $(HEADERS) $(wildcard cmd/common/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+# Named here, the CLI objects are not intermediate: make would delete them
+# after a build and rebuild them, and relink every tool, the next time.
+$(CLI_OBJ):
 
 lib/libscar.a: $(LIB_OBJ)
 	rm -f $@
