@@ -16,7 +16,6 @@
 
 #include "scar/arrayfile.h"
 #include "scar/ckpt.h"
-#include "scar/perturb.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "scar array files assume a little-endian host"

@@ -55,6 +55,84 @@ enum scar_role scar_role_parse(const char *name)
 	return 0;
 }
 
+/* ---- 16-bit float formats (stored f16 and bf16 elements, quantization) ---- */
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static float u2f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+uint16_t scar_f32_to_f16(float f)
+{
+	uint32_t x = f2u(f), sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, man = x & 0x7fffff;
+	uint32_t h, rem, half;
+	int e;
+
+	if (exp == 0xff)
+		return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
+	e = (int)exp - 127 + 15;
+	if (e >= 31)
+		return (uint16_t)(sign | 0x7c00);
+	if (e <= 0) {
+		unsigned shift;
+
+		if (e < -10)
+			return (uint16_t)sign;
+		man |= 0x800000;
+		shift = (unsigned)(14 - e);
+		h = man >> shift;
+		rem = man & ((1u << shift) - 1);
+		half = 1u << (shift - 1);
+		if (rem > half || (rem == half && (h & 1)))
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	h = (uint32_t)e << 10 | man >> 13;
+	rem = man & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+		h++;	/* a carry into the exponent is right, up to infinity */
+	return (uint16_t)(sign | h);
+}
+
+float scar_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+
+	if (exp == 0x1f)
+		return u2f(sign | 0x7f800000 | man << 13);
+	if (exp == 0) {
+		float v = (float)man * 0x1p-24f;
+
+		return sign ? -v : v;
+	}
+	return u2f(sign | (exp + 112) << 23 | man << 13);
+}
+
+uint16_t scar_f32_to_bf16(float f)
+{
+	uint32_t x = f2u(f);
+
+	if ((x & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)(x >> 16 | 0x40);	/* NaN stays NaN (quiet) */
+	return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+float scar_bf16_to_f32(uint16_t h)
+{
+	return u2f((uint32_t)h << 16);
+}
+
 int scar_tensor_new(struct scar_tensor **out, const char *name,
 		    enum scar_dtype dtype, enum scar_role role, int ndim,
 		    const uint64_t *shape, struct scar_error *err)

@@ -179,11 +179,7 @@ int scar_perturb_quantize(struct scar_state *st, const struct scar_select *sel,
 			  enum scar_quant q, struct scar_perturb_report *rep,
 			  struct scar_error *err);
 
-/* Conversions (round to nearest even; NaN stays NaN, overflow goes to infinity). */
-uint16_t scar_f32_to_f16(float f);
-float scar_f16_to_f32(uint16_t h);
-uint16_t scar_f32_to_bf16(float f);
-float scar_bf16_to_f32(uint16_t h);
+/* The f16 and bf16 conversions are in scar/tensor.h. */
 
 /* ---- staleness ---- */
 

@@ -79,6 +79,16 @@ const char *scar_role_name(enum scar_role r);
 enum scar_role scar_role_parse(const char *name);
 
 /*
+ * The 16-bit float formats (IEEE binary16 and bfloat16) that .npy and
+ * safetensors files may store and that quantization rounds through:
+ * round to nearest even; NaN stays NaN, overflow goes to infinity.
+ */
+uint16_t scar_f32_to_f16(float f);
+float scar_f16_to_f32(uint16_t h);
+uint16_t scar_f32_to_bf16(float f);
+float scar_bf16_to_f32(uint16_t h);
+
+/*
  * Allocate a zero-filled tensor. Fails with SCAR_EINVAL on a bad dtype, ndim
  * (0..SCAR_MAX_DIMS), empty or over-long name; SCAR_ERANGE on a size that
  * overflows or more than SCAR_ZERO_WIDTH_ROWS_MAX rows of zero bytes.
