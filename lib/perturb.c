@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scar/diff.h"
+#include "scar/numeric.h"
 #include "scar/perturb.h"
 #include "scar/shard.h"
 
