@@ -107,7 +107,13 @@ scar.pc: Makefile sanitize.stamp
 # `make check` installs what it needs first, so a fresh machine needs only this.
 check: deps
 	$(MAKE) all $(UNIT_BIN) $(EX_BIN) tests/fault-shim.so
-	$(MAKE) unit-check lint-man bats-check
+	$(MAKE) check-includes unit-check lint-man bats-check
+
+# No cycles among the library's files (lib/X.c calls lib/Y.c), but for the
+# known ones in tools/check-includes.allow.
+.PHONY: check-includes
+check-includes:
+	@sh tools/check-includes.sh -a tools/check-includes.allow
 
 unit-check: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "unit: $$t"; $(TEST_WRAPPER) ./$$t; done
