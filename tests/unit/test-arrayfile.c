@@ -6,17 +6,7 @@
 #include "scar/arrayfile.h"
 #include "unit.h"
 
-static char dir[] = "/tmp/scar-test-arrayfile-XXXXXX";
-
-static const char *tmp(const char *name)
-{
-	static char buf[4][256];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
-}
+static const char *dir;	/* the scratch directory (unit.h) */
 
 static void put(const char *path, const void *data, size_t n)
 {
@@ -43,7 +33,7 @@ static void npy_roundtrip(enum scar_dtype dt, int ndim, const uint64_t *shape, i
 	struct scar_tensor *t = mk("w", dt, ndim, shape), *u = NULL;
 	struct scar_arrayfile *f = NULL;
 	const struct scar_array_info *ti;
-	const char *p = tmp("w.npy");
+	const char *p = unit_tmp("w.npy");
 
 	CHECK_RC(scar_npy_write(p, t, version, NULL));
 	CHECK_RC(scar_arrayfile_open(&f, p, NULL));
@@ -94,8 +84,8 @@ static void test_npy_foreign(void)
 	n = 10 + hl;
 	/* 1.0 and -2.0 big-endian */
 	memcpy(file + n, "\x3f\xf0\0\0\0\0\0\0\xc0\0\0\0\0\0\0\0", 16);
-	put(tmp("be.npy"), file, n + 16);
-	CHECK_RC(scar_arrayfile_open(&f, tmp("be.npy"), NULL));
+	put(unit_tmp("be.npy"), file, n + 16);
+	CHECK_RC(scar_arrayfile_open(&f, unit_tmp("be.npy"), NULL));
 	if (f) {
 		CHECK(scar_arrayfile_tensor(f, 0)->shape[0] == 2);
 		CHECK_RC(scar_arrayfile_read(f, 0, 0, v, sizeof(v), NULL));
@@ -103,14 +93,14 @@ static void test_npy_foreign(void)
 		scar_arrayfile_close(f);
 	}
 	/* truncated data */
-	put(tmp("short.npy"), file, n + 10);
-	CHECK(scar_arrayfile_open(&f, tmp("short.npy"), &e) == SCAR_ETRUNC);
+	put(unit_tmp("short.npy"), file, n + 10);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("short.npy"), &e) == SCAR_ETRUNC);
 	CHECK(f == NULL);
 	/* half precision is widened to f32 as it is read */
 	memcpy(file + 10 + 11, "<f2", 3);
 	memcpy(file + n, "\x00\x3c\x00\xc0", 4);
-	put(tmp("half.npy"), file, n + 4);
-	CHECK_RC(scar_arrayfile_open(&f, tmp("half.npy"), NULL));
+	put(unit_tmp("half.npy"), file, n + 4);
+	CHECK_RC(scar_arrayfile_open(&f, unit_tmp("half.npy"), NULL));
 	if (f) {
 		float h[2];
 		const struct scar_array_info *ti = scar_arrayfile_tensor(f, 0);
@@ -123,20 +113,20 @@ static void test_npy_foreign(void)
 		CHECK(h[0] == -2.0f);
 		scar_arrayfile_close(f);
 	}
-	put(tmp("half.npy"), file, n + 3);
-	CHECK(scar_arrayfile_open(&f, tmp("half.npy"), &e) == SCAR_ETRUNC);
+	put(unit_tmp("half.npy"), file, n + 3);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("half.npy"), &e) == SCAR_ETRUNC);
 	/* unsupported dtype */
 	memcpy(file + 10 + 11, "<c8", 3);
-	put(tmp("cplx.npy"), file, n + 16);
-	CHECK(scar_arrayfile_open(&f, tmp("cplx.npy"), &e) == SCAR_EUNSUPPORTED);
+	put(unit_tmp("cplx.npy"), file, n + 16);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("cplx.npy"), &e) == SCAR_EUNSUPPORTED);
 	CHECK(strstr(e.msg, "'<c8'") != NULL);
 	/* garbage header */
 	memcpy(file + 10, "{'descr' '<f8'", 14);
-	put(tmp("bad.npy"), file, n + 16);
-	CHECK(scar_arrayfile_open(&f, tmp("bad.npy"), &e) == SCAR_EFORMAT);
-	put(tmp("text.npy"), "hello world, not an array", 25);
-	CHECK(scar_arrayfile_open(&f, tmp("text.npy"), &e) == SCAR_EFORMAT);
-	CHECK(scar_arrayfile_open(&f, tmp("missing.npy"), &e) == SCAR_EIO);
+	put(unit_tmp("bad.npy"), file, n + 16);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("bad.npy"), &e) == SCAR_EFORMAT);
+	put(unit_tmp("text.npy"), "hello world, not an array", 25);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("text.npy"), &e) == SCAR_EFORMAT);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("missing.npy"), &e) == SCAR_EIO);
 }
 
 static void test_safetensors(void)
@@ -146,7 +136,7 @@ static void test_safetensors(void)
 	struct scar_tensor *rng = mk("rng", SCAR_U64, 1, s1);
 	struct scar_arrayfile *f = NULL;
 	json_t *meta = json_pack("{s:s}", "format", "pt");
-	const char *p = tmp("m.safetensors");
+	const char *p = unit_tmp("m.safetensors");
 
 	CHECK_RC(scar_state_new(&st, "", NULL));
 	CHECK_RC(scar_state_add(st, mk("w", SCAR_F32, 2, s2), NULL));
@@ -192,8 +182,8 @@ static void st_bad(const char *json, size_t datalen, int code)
 	for (int b = 0; b < 8; b++)
 		buf[b] = (unsigned char)(n >> (8 * b));
 	memcpy(buf + 8, json, n);
-	put(tmp("bad.safetensors"), buf, 8 + n + datalen);
-	CHECK(scar_arrayfile_open(&f, tmp("bad.safetensors"), &e) == code);
+	put(unit_tmp("bad.safetensors"), buf, 8 + n + datalen);
+	CHECK(scar_arrayfile_open(&f, unit_tmp("bad.safetensors"), &e) == code);
 	if (f)
 		scar_arrayfile_close(f);
 }
@@ -243,19 +233,12 @@ static void test_pipe(void)
 
 int main(void)
 {
-	char cmd[300];
-
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 2;
-	}
+	dir = unit_scratch("arrayfile");
 	test_npy();
 	test_npy_foreign();
 	test_safetensors();
 	test_safetensors_bad();
 	test_pipe();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	unit_scratch_remove();
 	return unit_done("test-arrayfile");
 }

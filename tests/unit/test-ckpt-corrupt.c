@@ -17,7 +17,7 @@
 #include "ckpt_internal.h"
 #include "unit.h"
 
-static char dir[] = "/tmp/scar-test-ckpt-corrupt-XXXXXX";
+static const char *dir;	/* the scratch directory (unit.h) */
 static char path[300];
 
 static struct scar_state *mkstate(void)
@@ -560,13 +560,9 @@ int main(int argc, char **argv)
 {
 	unsigned char *img;
 	size_t n;
-	char cmd[400];
 	int rc = 0;
 
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 2;
-	}
+	dir = unit_scratch("ckpt-corrupt");
 	snprintf(path, sizeof(path), "%s/c.ckpt", dir);
 	if (argc == 3 && strcmp(argv[1], "--write-fixtures") == 0) {
 		rc = write_fixtures(argv[2]);
@@ -586,8 +582,6 @@ int main(int argc, char **argv)
 		}
 		test_fixtures();
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	unit_scratch_remove();
 	return rc ? rc : unit_done("test-ckpt-corrupt");
 }

@@ -28,7 +28,7 @@
 	} \
 } while (0)
 
-static char dir[] = "/tmp/scar-test-ckpt-XXXXXX";
+static const char *dir;	/* the scratch directory (unit.h) */
 static uint64_t seed = 88172645463325252ull;
 
 static uint64_t rnd(void)
@@ -37,16 +37,6 @@ static uint64_t rnd(void)
 	seed ^= seed >> 7;
 	seed ^= seed << 17;
 	return seed;
-}
-
-static const char *tmp(const char *name)
-{
-	static char buf[4][256];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
 }
 
 static struct scar_tensor *mk(const char *name, enum scar_dtype dt, enum scar_role role, int ndim,
@@ -177,7 +167,7 @@ static void test_roundtrips(void)
 					struct scar_state *st = mkstate(shards[k], smooth), *ld = NULL;
 					struct scar_ckpt_save_opts o;
 					struct scar_error e;
-					const char *p = tmp("rt.ckpt");
+					const char *p = unit_tmp("rt.ckpt");
 
 					if (part)
 						make_partial(st);
@@ -212,9 +202,9 @@ static void test_big(void)
 		o.sync = 0;
 		o.level = level;
 		o.block_size = 64 << 10;
-		CHECK_RC(scar_ckpt_save(st, tmp("big.ckpt"), &o, NULL));
-		CHECK_RC(scar_ckpt_verify(tmp("big.ckpt"), NULL));
-		CHECK_RC(scar_ckpt_load(tmp("big.ckpt"), &ld, NULL));
+		CHECK_RC(scar_ckpt_save(st, unit_tmp("big.ckpt"), &o, NULL));
+		CHECK_RC(scar_ckpt_verify(unit_tmp("big.ckpt"), NULL));
+		CHECK_RC(scar_ckpt_load(unit_tmp("big.ckpt"), &ld, NULL));
 		CHECK(ld && same_state(st, ld));
 		scar_state_free(ld);
 		ld = NULL;
@@ -248,14 +238,14 @@ static void test_interleaved_rows(void)
 	CHECK_RC(scar_state_add(st, t, NULL));
 	scar_ckpt_save_opts_init(&o);
 	o.sync = 0;
-	CHECK_E(scar_ckpt_save(st, tmp("interleaved.ckpt"), &o, &e), e);
-	f = fopen(tmp("interleaved.ckpt"), "rb");
+	CHECK_E(scar_ckpt_save(st, unit_tmp("interleaved.ckpt"), &o, &e), e);
+	f = fopen(unit_tmp("interleaved.ckpt"), "rb");
 	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
 	if (f)
 		fclose(f);
 	CHECK(ckpt_get16(h + 10) == 1);			/* minor version 1: a bitmap */
 	CHECK(ckpt_get32(h + 16) < (3u << 20));		/* metadata under 3 MB */
-	CHECK_E(scar_ckpt_load(tmp("interleaved.ckpt"), &ld, &e), e);
+	CHECK_E(scar_ckpt_load(unit_tmp("interleaved.ckpt"), &ld, &e), e);
 	t = ld ? scar_state_find(ld, "user_bias") : NULL;
 	CHECK(t && t->present);
 	if (t && t->present) {
@@ -270,7 +260,7 @@ static void test_interleaved_rows(void)
 	CHECK(ld && same_state(st, ld));
 	scar_state_free(ld);
 	scar_state_free(st);
-	unlink(tmp("interleaved.ckpt"));
+	unlink(unit_tmp("interleaved.ckpt"));
 }
 
 static void test_random_access(void)
@@ -283,9 +273,9 @@ static void test_random_access(void)
 	int n, rc, k = 0;
 
 	make_partial(st);
-	CHECK_RC(scar_ckpt_save(st, tmp("ra.ckpt"), NULL, &e));
-	CHECK_RC(scar_ckpt_reader_open(&a, tmp("ra.ckpt"), &e));
-	CHECK_RC(scar_ckpt_reader_open(&b, tmp("ra.ckpt"), &e));
+	CHECK_RC(scar_ckpt_save(st, unit_tmp("ra.ckpt"), NULL, &e));
+	CHECK_RC(scar_ckpt_reader_open(&a, unit_tmp("ra.ckpt"), &e));
+	CHECK_RC(scar_ckpt_reader_open(&b, unit_tmp("ra.ckpt"), &e));
 	if (!a || !b)
 		return;
 	CHECK(scar_ckpt_reader_info(a)->partial == 1);
@@ -386,9 +376,9 @@ static void test_no_sections(void)
 
 	CHECK_RC(scar_tensor_init_present(st->tensors[0], 0, NULL));
 	memset(st->tensors[0]->present, 0, 4);
-	CHECK_E(scar_ckpt_save(st, tmp("none.ckpt"), NULL, &e), e);
-	CHECK_E(scar_ckpt_verify(tmp("none.ckpt"), &e), e);
-	CHECK_E(scar_ckpt_load(tmp("none.ckpt"), &ld, &e), e);
+	CHECK_E(scar_ckpt_save(st, unit_tmp("none.ckpt"), NULL, &e), e);
+	CHECK_E(scar_ckpt_verify(unit_tmp("none.ckpt"), &e), e);
+	CHECK_E(scar_ckpt_load(unit_tmp("none.ckpt"), &ld, &e), e);
 	CHECK(ld && ld->ntensors == 1 && scar_tensor_rows_present(ld->tensors[0]) == 0);
 	scar_state_free(ld);
 	scar_state_free(st);
@@ -406,8 +396,8 @@ static void test_apply(void)
 	CHECK_RC(scar_tensor_init_present(p2->tensors[0], 0, NULL));
 	p2->tensors[0]->present[4] = p2->tensors[0]->present[5] = 1;
 	/* Through files, as scar-ckpt apply does it. */
-	CHECK_RC(scar_ckpt_save(p1, tmp("p1.ckpt"), NULL, NULL));
-	CHECK_RC(scar_ckpt_load(tmp("p1.ckpt"), &ld, NULL));
+	CHECK_RC(scar_ckpt_save(p1, unit_tmp("p1.ckpt"), NULL, NULL));
+	CHECK_RC(scar_ckpt_load(unit_tmp("p1.ckpt"), &ld, NULL));
 	CHECK_RC(scar_ckpt_apply(base, ld, &e));
 	scar_state_free(ld);
 	CHECK_RC(scar_ckpt_apply(base, p2, &e));
@@ -493,7 +483,7 @@ static void test_list(void)
 		CHECK(strstr(v[1].path, "/c2.ckpt") != NULL && v[1].size > 0);
 	}
 	scar_ckpt_list_free(v, n);
-	CHECK(scar_ckpt_list(tmp("no-such-dir"), &v, &n, NULL, NULL) == SCAR_EIO);
+	CHECK(scar_ckpt_list(unit_tmp("no-such-dir"), &v, &n, NULL, NULL) == SCAR_EIO);
 }
 
 static int has_temp(const char *d)
@@ -524,19 +514,19 @@ static void test_atomic(void)
 	CHECK(strstr(e.file, "isdir.ckpt") != NULL);
 	CHECK(!has_temp(dir));
 	/* The directory does not exist. */
-	CHECK(scar_ckpt_save(st, tmp("nodir/x.ckpt"), NULL, &e) == SCAR_EIO);
+	CHECK(scar_ckpt_save(st, unit_tmp("nodir/x.ckpt"), NULL, &e) == SCAR_EIO);
 	/* An invalid state fails before anything is created; the old file stays. */
-	CHECK_RC(scar_ckpt_save(st, tmp("keep.ckpt"), NULL, &e));
+	CHECK_RC(scar_ckpt_save(st, unit_tmp("keep.ckpt"), NULL, &e));
 	st->shards = 0;
-	CHECK(scar_ckpt_save(st, tmp("keep.ckpt"), NULL, &e) == SCAR_EINVAL);
+	CHECK(scar_ckpt_save(st, unit_tmp("keep.ckpt"), NULL, &e) == SCAR_EINVAL);
 	CHECK(!has_temp(dir));
-	CHECK_RC(scar_ckpt_load(tmp("keep.ckpt"), &ld, &e));
+	CHECK_RC(scar_ckpt_load(unit_tmp("keep.ckpt"), &ld, &e));
 	CHECK(ld && ld->shards == 2);
 	scar_state_free(ld);
 	/* Mode as open(2) with 0666 would give. */
 	um = umask(022);
 	umask(um);
-	CHECK(stat(tmp("keep.ckpt"), &sb) == 0 && (sb.st_mode & 0777) == (0666 & ~um));
+	CHECK(stat(unit_tmp("keep.ckpt"), &sb) == 0 && (sb.st_mode & 0777) == (0666 & ~um));
 	/* A write that fails half way (the file size limit) leaves the old file and no temporary. */
 	{
 		struct scar_state *big = small("mlr", 99, 20000);
@@ -552,20 +542,20 @@ static void test_atomic(void)
 			o.compress = 0;
 			if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
 				_exit(3);
-			_exit(scar_ckpt_save(big, tmp("keep.ckpt"), &o, &e) == SCAR_EIO &&
+			_exit(scar_ckpt_save(big, unit_tmp("keep.ckpt"), &o, &e) == SCAR_EIO &&
 			      e.errno_value == EFBIG ? 0 : 1);
 		}
 		waitpid(pid, &status, 0);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 		CHECK(!has_temp(dir));
-		CHECK_E(scar_ckpt_load(tmp("keep.ckpt"), &ld, &e), e);
+		CHECK_E(scar_ckpt_load(unit_tmp("keep.ckpt"), &ld, &e), e);
 		CHECK(ld && ld->iteration == 3);
 		scar_state_free(ld);
 		scar_state_free(big);
 	}
 	/* A path ending in '/' is refused. */
 	st->shards = 2;
-	CHECK(scar_ckpt_save(st, tmp("x/"), NULL, &e) == SCAR_EINVAL);
+	CHECK(scar_ckpt_save(st, unit_tmp("x/"), NULL, &e) == SCAR_EINVAL);
 	scar_state_free(st);
 }
 
@@ -576,11 +566,11 @@ static void test_fd_modes(void)
 	struct scar_error e;
 	int fd;
 
-	fd = open(tmp("app.ckpt"), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	fd = open(unit_tmp("app.ckpt"), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
 	CHECK_E(scar_ckpt_write_fd(st, fd, "app", NULL, &e), e);
 	close(fd);
-	CHECK_E(scar_ckpt_verify(tmp("app.ckpt"), &e), e);
-	fd = open(tmp("off.ckpt"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK_E(scar_ckpt_verify(unit_tmp("app.ckpt"), &e), e);
+	fd = open(unit_tmp("off.ckpt"), O_RDWR | O_CREAT | O_TRUNC, 0644);
 	CHECK(write(fd, "JUNKJUNK", 8) == 8);
 	CHECK_E(scar_ckpt_write_fd(st, fd, "off", NULL, &e), e);
 	CHECK(lseek(fd, 8, SEEK_SET) == 8);
@@ -593,12 +583,7 @@ static void test_fd_modes(void)
 
 int main(void)
 {
-	char cmd[400];
-
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 2;
-	}
+	dir = unit_scratch("ckpt");
 	test_crc();
 	test_roundtrips();
 	test_big();
@@ -610,8 +595,6 @@ int main(void)
 	test_list();
 	test_atomic();
 	test_fd_modes();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
+	unit_scratch_remove();
 	return unit_done("test-ckpt");
 }

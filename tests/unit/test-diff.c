@@ -15,17 +15,7 @@ __extension__ typedef __float128 quad;
 typedef long double quad;
 #endif
 
-static char dir[] = "/tmp/scar-test-diff-XXXXXX";
-
-static const char *tmp(const char *name)
-{
-	static char buf[4][256];
-	static int k;
-
-	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
-}
+static const char *dir;	/* the scratch directory (unit.h) */
 
 static double relerr(double got, quad want)
 {
@@ -171,28 +161,14 @@ static void test_small(void)
 	CHECK_NEAR(scar_norm_l2(b, SCAR_F32, 5), sqrt(102.0), 1e-12);
 }
 
-static struct scar_tensor *mk(const char *name, enum scar_dtype dt, enum scar_role role,
-			      uint64_t rows, uint64_t cols, double base)
-{
-	struct scar_tensor *t = NULL;
-	uint64_t shape[2] = { rows, cols };
-
-	CHECK_RC(scar_tensor_new(&t, name, dt, role, cols ? 2 : 1, shape, NULL));
-	for (uint64_t i = 0; i < scar_tensor_elems(t); i++)
-		scar_tensor_set(t, i, base + (double)(i % 97));
-	return t;
-}
-
 static struct scar_state *mkstate(uint32_t shards)
 {
-	struct scar_state *s = NULL;
+	struct scar_state *s = unit_state("test", shards);
 
-	CHECK_RC(scar_state_new(&s, "test", NULL));
-	s->shards = shards;
 	s->iteration = 7;
-	CHECK_RC(scar_state_add(s, mk("w", SCAR_F32, SCAR_ROLE_PARAM, 12, 3, 0), NULL));
-	CHECK_RC(scar_state_add(s, mk("b", SCAR_F64, SCAR_ROLE_PARAM, 12, 0, 1), NULL));
-	CHECK_RC(scar_state_add(s, mk("rng", SCAR_U64, SCAR_ROLE_STATE, 6, 0, 3), NULL));
+	unit_state_add(s, unit_tensor("w", SCAR_F32, SCAR_ROLE_PARAM, 12, 3, 0));
+	unit_state_add(s, unit_tensor("b", SCAR_F64, SCAR_ROLE_PARAM, 12, 0, 1));
+	unit_state_add(s, unit_tensor("rng", SCAR_U64, SCAR_ROLE_STATE, 6, 0, 3));
 	return s;
 }
 
@@ -292,15 +268,15 @@ static void test_files(void)
 
 	CHECK_RC(scar_state_new(&a, "", NULL));
 	CHECK_RC(scar_state_new(&b, "", NULL));
-	big = mk("emb", SCAR_F64, SCAR_ROLE_PARAM, 3, 70000, 0);	/* 560 KB rows */
-	big2 = mk("emb", SCAR_F64, SCAR_ROLE_PARAM, 3, 70000, 0);
+	big = unit_tensor("emb", SCAR_F64, SCAR_ROLE_PARAM, 3, 70000, 0);	/* 560 KB rows */
+	big2 = unit_tensor("emb", SCAR_F64, SCAR_ROLE_PARAM, 3, 70000, 0);
 	scar_rng_seed(&rng, 1);
 	for (uint64_t i = 0; i < scar_tensor_elems(big2); i++)
 		((double *)big2->data)[i] += scar_rng_normal(&rng) * 1e-2;
 	CHECK_RC(scar_state_add(a, big, NULL));
 	CHECK_RC(scar_state_add(b, big2, NULL));
-	CHECK_RC(scar_state_add(a, mk("w", SCAR_F32, SCAR_ROLE_PARAM, 100000, 3, 0), NULL));
-	CHECK_RC(scar_state_add(b, mk("w", SCAR_F32, SCAR_ROLE_PARAM, 100000, 3, 0.5), NULL));
+	CHECK_RC(scar_state_add(a, unit_tensor("w", SCAR_F32, SCAR_ROLE_PARAM, 100000, 3, 0), NULL));
+	CHECK_RC(scar_state_add(b, unit_tensor("w", SCAR_F32, SCAR_ROLE_PARAM, 100000, 3, 0.5), NULL));
 	{
 		struct scar_tensor *z = NULL;
 		uint64_t zs[2] = { 4, 0 };
@@ -310,11 +286,11 @@ static void test_files(void)
 		CHECK_RC(scar_tensor_new(&z, "z", SCAR_F32, SCAR_ROLE_PARAM, 2, zs, NULL));
 		CHECK_RC(scar_state_add(b, z, NULL));
 	}
-	CHECK_RC(scar_safetensors_write(tmp("a.safetensors"), a, 0, NULL, NULL));
-	CHECK_RC(scar_safetensors_write(tmp("b.safetensors"), b, 0, NULL, NULL));
-	CHECK_RC(scar_npy_write(tmp("w.npy"), b->tensors[1], 0, NULL));
+	CHECK_RC(scar_safetensors_write(unit_tmp("a.safetensors"), a, 0, NULL, NULL));
+	CHECK_RC(scar_safetensors_write(unit_tmp("b.safetensors"), b, 0, NULL, NULL));
+	CHECK_RC(scar_npy_write(unit_tmp("w.npy"), b->tensors[1], 0, NULL));
 	CHECK_RC(scar_diff_states(a, b, NULL, &r1, NULL));
-	CHECK_RC(scar_diff_files(tmp("a.safetensors"), tmp("b.safetensors"), NULL, &r2, NULL));
+	CHECK_RC(scar_diff_files(unit_tmp("a.safetensors"), unit_tmp("b.safetensors"), NULL, &r2, NULL));
 	if (r1 && r2) {
 		CHECK(r2->ntensors == 3 && r2->nshards == 1);
 		CHECK(r2->tensors[2].rows_compared == 4 && r2->tensors[2].n.elements == 0);
@@ -324,7 +300,7 @@ static void test_files(void)
 		CHECK(r2->tensors[1].n.changed == 300000 && r2->tensors[1].n.linf == 0.5);
 		CHECK(r2->top[0].tensor == 0 && r2->ntop == 3 + 7);
 	}
-	CHECK_RC(scar_diff_files(tmp("a.safetensors"), tmp("w.npy"), NULL, &r3, NULL));
+	CHECK_RC(scar_diff_files(unit_tmp("a.safetensors"), unit_tmp("w.npy"), NULL, &r3, NULL));
 	if (r3) {
 		CHECK(r3->ntensors == 1 && r3->nonly_a == 2 && strcmp(r3->only_a[0], "emb") == 0);
 		CHECK(strcmp(r3->b.kind, "npy") == 0);
@@ -333,7 +309,7 @@ static void test_files(void)
 	scar_diff_result_free(r1);
 	scar_diff_result_free(r2);
 	scar_diff_result_free(r3);
-	CHECK(scar_diff_files(tmp("a.safetensors"), tmp("missing"), NULL, &r3, &e) == SCAR_EIO);
+	CHECK(scar_diff_files(unit_tmp("a.safetensors"), unit_tmp("missing"), NULL, &r3, &e) == SCAR_EIO);
 	CHECK(r3 == NULL);
 	CHECK(scar_diff_files("-", "-", NULL, &r3, &e) == SCAR_EINVAL);
 	scar_state_free(a);
@@ -358,9 +334,9 @@ static void test_ckpt(void)
 		wb->present[r] = 1;
 	scar_ckpt_save_opts_init(&so);
 	so.sync = 0;
-	CHECK_RC(scar_ckpt_save(a, tmp("a.ckpt"), &so, NULL));
-	CHECK_RC(scar_ckpt_save(b, tmp("b.ckpt"), &so, NULL));
-	CHECK_RC(scar_diff_files(tmp("a.ckpt"), tmp("b.ckpt"), NULL, &rf, NULL));
+	CHECK_RC(scar_ckpt_save(a, unit_tmp("a.ckpt"), &so, NULL));
+	CHECK_RC(scar_ckpt_save(b, unit_tmp("b.ckpt"), &so, NULL));
+	CHECK_RC(scar_diff_files(unit_tmp("a.ckpt"), unit_tmp("b.ckpt"), NULL, &rf, NULL));
 	CHECK_RC(scar_diff_states(a, b, NULL, &rs, NULL));
 	if (rf && rs) {
 		CHECK(rf->total.l2 == 2 && rs->total.l2 == 2 && !rf->loaded_whole);
@@ -377,8 +353,8 @@ static void test_ckpt(void)
 	CHECK_RC(scar_state_clone(&c, b, NULL));
 	if (c) {
 		c->shards = 3;
-		CHECK_RC(scar_ckpt_save(c, tmp("c.ckpt"), &so, NULL));
-		CHECK_RC(scar_diff_files(tmp("a.ckpt"), tmp("c.ckpt"), NULL, &rc3, NULL));
+		CHECK_RC(scar_ckpt_save(c, unit_tmp("c.ckpt"), &so, NULL));
+		CHECK_RC(scar_diff_files(unit_tmp("a.ckpt"), unit_tmp("c.ckpt"), NULL, &rc3, NULL));
 		CHECK(rc3 && rc3->loaded_whole && rc3->total.l2 == 2 && rc3->nshards == 4);
 	}
 	scar_diff_result_free(rf);
@@ -391,20 +367,13 @@ static void test_ckpt(void)
 
 int main(void)
 {
-	char cmd[300];
-
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
-		return 2;
-	}
+	dir = unit_scratch("diff");
 	test_small();
 	test_f32_kernel();
 	test_adversarial();
 	test_states();
 	test_files();
 	test_ckpt();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
+	unit_scratch_remove();
 	return unit_done("test-diff");
 }
