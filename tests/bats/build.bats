@@ -81,3 +81,40 @@ built_nothing() {
 	assert_success
 	built_nothing "$output"
 }
+
+@test "check-includes lists a cycle among library files, and -a lets a known one pass" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir lib
+	printf 'int a_one(void)\n{\n\treturn b_two() + 1;\n}\n' > lib/a.c
+	printf '/* a_one( in a comment is no use */\nint b_two(void)\n{\n\treturn 2;\n}\n' > lib/b.c
+	printf '#include "c.h"\nint c_three(void)\n{\n\treturn 3;\n}\n' > lib/c.c
+	printf 'static inline int c_inline(void)\n{\n\treturn 0;\n}\n' > lib/c.h
+	run sh "$SCAR_ROOT/tools/check-includes.sh" lib/a.c lib/b.c lib/c.c
+	assert_success
+	assert_output --partial "no cycles among 3 files"
+	printf 'int b_two(void)\n{\n\treturn a_one();\n}\n' > lib/b.c
+	run sh "$SCAR_ROOT/tools/check-includes.sh" lib/a.c lib/b.c lib/c.c
+	assert_failure 1
+	assert_line "cycle: lib/a.c lib/b.c"
+	assert_line "  lib/a.c -> lib/b.c (b_two)"
+	assert_line "  lib/b.c -> lib/a.c (a_one)"
+	# c.c uses a.c through its header's inline function, and b.c uses c.c: one cycle of three
+	printf 'static inline int c_inline(void)\n{\n\treturn a_one();\n}\n' > lib/c.h
+	printf 'int b_two(void)\n{\n\treturn a_one() + c_three();\n}\n' > lib/b.c
+	run sh "$SCAR_ROOT/tools/check-includes.sh" lib/a.c lib/b.c lib/c.c
+	assert_failure 1
+	assert_line "cycle: lib/a.c lib/b.c lib/c.c"
+	echo "lib/a.c lib/b.c lib/c.c" > known
+	run sh "$SCAR_ROOT/tools/check-includes.sh" -a known lib/a.c lib/b.c lib/c.c
+	assert_success
+	assert_line "known cycle: lib/a.c lib/b.c lib/c.c"
+	# a known cycle that grew is a new one
+	echo "lib/a.c lib/b.c" > known
+	run sh "$SCAR_ROOT/tools/check-includes.sh" -a known lib/a.c lib/b.c lib/c.c
+	assert_failure 1
+}
+
+@test "the library has no cycles but the known ones (make check-includes)" {
+	run make -s -C "$SCAR_ROOT" check-includes
+	assert_success
+}
