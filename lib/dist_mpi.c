@@ -39,6 +39,7 @@
 #include "model_util.h"
 #include "topk.h"
 #include "train_internal.h"
+#include "transport.h"
 
 
 static int g_inited, g_rank, g_size = 1;
@@ -141,7 +142,7 @@ struct dt {
 	int *cnt, *displ;		/* per rank: owned rows, offsets (elements) */
 	uint64_t *order;		/* rows grouped by owner, ascending within */
 	double *sbuf, *rbuf;		/* d and P * own */
-	uint64_t comm_bytes;		/* bytes this rank sent to other ranks */
+	struct scar_transport tp;	/* the ranks; tp.sent: bytes this rank sent to others */
 };
 
 static struct dt *dt_of(struct scar_train_ctx *c)
@@ -153,23 +154,84 @@ static struct dt *dt_of(struct scar_train_ctx *c)
  * Every rank learns whether any rank failed; the lowest failing rank's
  * error is copied to all, so each returns the same code and message.
  */
-static int agree(struct dt *t, int rc)
+static int mpi_agree(uint32_t P, uint32_t R, int rc, struct scar_error *err)
 {
-	int flag = rc ? (int)t->c.R : (int)t->c.P, first;
+	int flag = rc ? (int)R : (int)P, first;
 	struct scar_error e;
 
 	MPI_Allreduce(&flag, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-	if (first == (int)t->c.P)
+	if (first == (int)P)
 		return 0;
-	if ((int)t->c.R == first && t->c.err)
-		e = *t->c.err;
+	if ((int)R == first && err)
+		e = *err;
 	else
 		scar_error_clear(&e);
 	MPI_Bcast(&e, (int)sizeof(e), MPI_BYTE, first, MPI_COMM_WORLD);
-	if (t->c.err)
-		*t->c.err = e;
+	if (err)
+		*err = e;
 	return e.code ? e.code : SCAR_EIO;
 }
+
+static int agree(struct dt *t, int rc)
+{
+	return mpi_agree(t->c.P, t->c.R, rc, t->c.err);
+}
+
+/* ---- the transport over MPI (transport.h): moves bits, never reduces them ---- */
+
+/* Elements of es bytes as an MPI type of that size (only moved, never added). */
+static MPI_Datatype mpi_type(size_t es)
+{
+	return es == 8 ? MPI_UINT64_T : es == 4 ? MPI_UINT32_T : MPI_BYTE;
+}
+
+static void mpi_allgatherv(struct scar_transport *t, const void *send, void *recv, const int *cnt,
+			   const int *displ, size_t es)
+{
+	MPI_Allgatherv(send ? send : MPI_IN_PLACE, send ? cnt[t->R] : 0,
+		       send ? mpi_type(es) : MPI_DATATYPE_NULL, recv, cnt, displ, mpi_type(es),
+		       MPI_COMM_WORLD);
+}
+
+static void mpi_alltoallv(struct scar_transport *t, const void *send, const int *scnt,
+			  const int *sdispl, void *recv, const int *rcnt, const int *rdispl, size_t es)
+{
+	MPI_Alltoallv(send, scnt, sdispl, mpi_type(es), recv, rcnt, rdispl, mpi_type(es),
+		      MPI_COMM_WORLD);
+}
+
+static void mpi_sendrecv(struct scar_transport *t, const void *send, int scnt, uint32_t to,
+			 void *recv, int rcnt, uint32_t from, size_t es)
+{
+	MPI_Sendrecv(send, scnt, mpi_type(es), (int)to, 0, recv, rcnt, mpi_type(es), (int)from, 0,
+		     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+static void mpi_bcast(struct scar_transport *t, void *buf, size_t bytes, uint32_t root)
+{
+	char *p = buf;
+
+	while (bytes) {
+		int chunk = bytes > (1u << 30) ? 1 << 30 : (int)bytes;
+
+		MPI_Bcast(p, chunk, MPI_BYTE, (int)root, MPI_COMM_WORLD);
+		p += chunk;
+		bytes -= (size_t)chunk;
+	}
+}
+
+static int mpi_tp_agree(struct scar_transport *t, int rc, struct scar_error *err)
+{
+	return mpi_agree(t->P, t->R, rc, err);
+}
+
+static const struct scar_transport_ops mpi_ops = {
+	.allgatherv = mpi_allgatherv,
+	.alltoallv = mpi_alltoallv,
+	.sendrecv = mpi_sendrecv,
+	.bcast = mpi_bcast,
+	.agree = mpi_tp_agree,
+};
 
 static int is_param(const struct scar_tensor *x)
 {
@@ -187,65 +249,7 @@ static uint32_t owner(const struct dt *t, uint64_t r)
  */
 static int sync_params(struct dt *t, struct scar_state *st)
 {
-	for (size_t ti = 0; ti < st->ntensors; ti++) {
-		struct scar_tensor *x = st->tensors[ti];
-		uint64_t rows = scar_tensor_rows(x), *pos = NULL;
-		size_t rb = scar_tensor_row_bytes(x);
-		int *cnt = NULL, *displ = NULL, rc = 0;
-		char *send = NULL, *recv = NULL;
-		uint64_t own = 0, total = 0;
-
-		if (!is_param(x) || t->c.P == 1)
-			continue;
-		cnt = calloc(t->c.P, sizeof(*cnt));
-		displ = calloc(t->c.P, sizeof(*displ));
-		pos = calloc(t->c.P, sizeof(*pos));
-		if (!cnt || !displ || !pos)
-			rc = -1;
-		for (uint64_t r = 0; !rc && r < rows; r++)
-			cnt[owner(t, r)]++;
-		for (uint32_t q = 0; !rc && q < t->c.P; q++) {
-			if ((uint64_t)cnt[q] * rb > INT_MAX || total * rb > INT_MAX)
-				rc = -2;
-			displ[q] = (int)(total * rb);
-			pos[q] = total;
-			total += (uint64_t)cnt[q];
-			cnt[q] = (int)((uint64_t)cnt[q] * rb);
-		}
-		if (!rc) {
-			own = (uint64_t)cnt[t->c.R] / (rb ? rb : 1);
-			send = malloc(own * rb + 1);
-			recv = malloc(rows * rb + 1);
-			if (!send || !recv)
-				rc = -1;
-		}
-		if (!rc) {
-			uint64_t k = 0;
-
-			for (uint64_t r = 0; r < rows; r++)
-				if (owner(t, r) == t->c.R)
-					memcpy(send + (k++) * rb, scar_tensor_row(x, r), rb);
-			MPI_Allgatherv(send, (int)(own * rb), MPI_BYTE, recv, cnt, displ, MPI_BYTE,
-				       MPI_COMM_WORLD);
-			t->comm_bytes += own * rb * (t->c.P - 1);
-			for (uint64_t r = 0; r < rows; r++) {
-				uint32_t q = owner(t, r);
-
-				memcpy(scar_tensor_row(x, r), recv + (pos[q]++) * rb, rb);
-			}
-		}
-		free(cnt);
-		free(displ);
-		free(pos);
-		free(send);
-		free(recv);
-		if (rc == -1)
-			return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		if (rc == -2)
-			return scar_error_set(t->c.err, SCAR_EUNSUPPORTED,
-					      "tensor '%s' is too large for one MPI message", x->name);
-	}
-	return 0;
+	return scar_tp_sync_rows(&t->tp, t->S, st->tensors, st->ntensors, t->c.err);
 }
 
 /* ---- ridge: the distributed math ---- */
@@ -296,14 +300,14 @@ static void ridge_pass(struct dt *t)
 static int ridge_objective(struct dt *t, double *out)
 {
 	const double *w = ridge_w(t)->data;
-	double *all = t->rbuf;		/* at least P doubles */
+	double sse;
+	int rc;
 
 	if (!t->valid)
 		ridge_pass(t);
-	MPI_Allgather(&t->sse, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (t->c.P - 1);
-	*out = 0.5 * scar_dist_sum_ordered(all, t->c.P) / (double)t->n +
-		0.5 * t->lambda * mu_dot(w, w, t->d);
+	if ((rc = scar_tp_sum_ordered(&t->tp, t->sse, &sse, t->c.err)))
+		return rc;
+	*out = 0.5 * sse / (double)t->n + 0.5 * t->lambda * mu_dot(w, w, t->d);
 	return 0;
 }
 
@@ -322,9 +326,7 @@ static int ridge_step(struct dt *t)
 		rcnt[p] = own;
 		rdispl[p] = (int)p * own;
 	}
-	MPI_Alltoallv(t->sbuf, t->cnt, t->displ, MPI_DOUBLE, t->rbuf, rcnt, rdispl, MPI_DOUBLE,
-		      MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (t->d - (uint64_t)own);
+	scar_tp_alltoallv(&t->tp, t->sbuf, t->cnt, t->displ, t->rbuf, rcnt, rdispl, sizeof(double));
 	/* Owners sum in rank order and apply the step to their rows. */
 	for (int k = 0; k < own; k++) {
 		uint64_t row = t->order[t->displ[t->c.R] + k];
@@ -336,9 +338,7 @@ static int ridge_step(struct dt *t)
 		t->sbuf[k] = w[row];
 	}
 	/* Every worker needs all of w. */
-	MPI_Allgatherv(t->sbuf, own, MPI_DOUBLE, t->rbuf, t->cnt, t->displ, MPI_DOUBLE,
-		       MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (uint64_t)own * (t->c.P - 1);
+	scar_tp_allgatherv(&t->tp, t->sbuf, t->rbuf, t->cnt, t->displ, sizeof(double));
 	for (uint64_t k = 0; k < t->d; k++)
 		w[t->order[k]] = t->rbuf[k];
 	t->valid = 0;
@@ -475,7 +475,7 @@ static int ridge_setup(struct dt *t, const json_t *config)
 		rc = ridge_eta(t, config, ds);
 	rc = agree(t, rc);
 	if (!rc)
-		MPI_Bcast(&t->eta, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		scar_tp_bcast(&t->tp, &t->eta, sizeof(t->eta), 0);
 out:
 	free(pos);
 	scar_dense_free(ds);
@@ -577,9 +577,7 @@ static int mlr_objective(struct dt *t, double *out)
 		t->bcnt[q] = (int)(scar_dist_part_lo(nb, q + 1, t->c.P) - scar_dist_part_lo(nb, q, t->c.P));
 		t->bdispl[q] = (int)scar_dist_part_lo(nb, q, t->c.P);
 	}
-	MPI_Allgatherv(mine, (int)(hi - lo), MPI_DOUBLE, t->bloss, t->bcnt, t->bdispl, MPI_DOUBLE,
-		       MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (hi - lo) * (t->c.P - 1);
+	scar_tp_allgatherv(&t->tp, mine, t->bloss, t->bcnt, t->bdispl, sizeof(double));
 	{
 		double loss = 0;
 
@@ -630,9 +628,7 @@ static int mlr_step(struct dt *t)
 					    scar_dist_part_lo(bs, q, t->c.P)) * k);
 			t->bdispl[q] = (int)(scar_dist_part_lo(bs, q, t->c.P) * k);
 		}
-		MPI_Allgatherv(sbuf, (int)((hi - lo) * k), MPI_FLOAT, t->sd, t->bcnt, t->bdispl,
-			       MPI_FLOAT, MPI_COMM_WORLD);
-		t->comm_bytes += sizeof(float) * (hi - lo) * k * (t->c.P - 1);
+		scar_tp_allgatherv(&t->tp, sbuf, t->sd, t->bcnt, t->bdispl, sizeof(float));
 		/*
 		 * Owners: W_j <- decay W_j (not the bias row), then W_j += sd_i x_ij
 		 * example by example, so every element sees the model's additions
@@ -666,8 +662,7 @@ static int mlr_step(struct dt *t)
 		for (int a = 0; a < own; a++)
 			memcpy(sbuf + (size_t)a * k, w + t->order[t->displ[t->c.R] + a] * k,
 			       k * sizeof(float));
-		MPI_Allgatherv(sbuf, own * (int)k, MPI_FLOAT, rbuf, rc2, rd2, MPI_FLOAT, MPI_COMM_WORLD);
-		t->comm_bytes += sizeof(float) * (uint64_t)own * k * (t->c.P - 1);
+		scar_tp_allgatherv(&t->tp, sbuf, rbuf, rc2, rd2, sizeof(float));
 		for (uint64_t a = 0; a <= d; a++)
 			memcpy(w + t->order[a] * k, rbuf + a * k, k * sizeof(float));
 	}
@@ -848,23 +843,7 @@ static int mlr_buffers(struct dt *t)
  */
 static int sync_table(struct dt *t, double *v, uint64_t rows, uint64_t cols)
 {
-	struct scar_tensor pt, *ptp = &pt;
-	struct scar_state ps;
-
-	static char name[] = "values";
-
-	memset(&pt, 0, sizeof(pt));
-	pt.name = name;
-	pt.dtype = SCAR_F64;
-	pt.role = SCAR_ROLE_PARAM;
-	pt.ndim = cols > 1 ? 2 : 1;
-	pt.shape[0] = rows;
-	pt.shape[1] = cols;
-	pt.data = v;
-	memset(&ps, 0, sizeof(ps));
-	ps.ntensors = 1;
-	ps.tensors = &ptp;
-	return sync_params(t, &ps);
+	return scar_tp_sync_table(&t->tp, t->S, v, rows, cols, t->c.err);
 }
 
 /* Gather the two named param tensors of the state from their owners. */
@@ -989,9 +968,8 @@ static void mf_pass(struct dt *t, float *f, float *b, uint64_t n, uint32_t js, u
 	uint64_t ns = mf_block_rows(n, js, W), nr = mf_block_rows(n, jr, W);
 
 	mf_block_copy(t->mf_sb, f, b, n, js, W, k, 1);
-	MPI_Sendrecv(t->mf_sb, (int)(ns * (k + 1)), MPI_FLOAT, (int)to, 0, t->mf_rb,
-		     (int)(nr * (k + 1)), MPI_FLOAT, (int)from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	t->comm_bytes += ns * (k + 1) * sizeof(float);
+	scar_tp_sendrecv(&t->tp, t->mf_sb, (int)(ns * (k + 1)), to, t->mf_rb, (int)(nr * (k + 1)),
+			 from, sizeof(float));
 	mf_block_copy(t->mf_rb, f, b, n, jr, W, k, 0);
 }
 
@@ -1003,7 +981,6 @@ static void mf_pass(struct dt *t, float *f, float *b, uint64_t n, uint32_t js, u
 static void mf_gather_rows(struct dt *t, float *f, float *b, uint64_t n, uint32_t shift)
 {
 	uint32_t W = t->mfi.workers, k = t->mfi.rank, P = t->c.P;
-	uint64_t own = 0;
 	float *p = t->mf_sb;
 
 	memset(t->mf_cnt, 0, P * sizeof(*t->mf_cnt));
@@ -1015,16 +992,13 @@ static void mf_gather_rows(struct dt *t, float *f, float *b, uint64_t n, uint32_
 			memcpy(p, f + r * k, k * sizeof(*f));
 			p[k] = b[r];
 			p += k + 1;
-			own++;
 		}
 	}
 	for (uint32_t q = 0; q < P; q++) {
 		t->mf_displ[q] = q ? t->mf_displ[q - 1] + t->mf_cnt[q - 1] : 0;
 		t->mf_pos[q] = (uint64_t)t->mf_displ[q];
 	}
-	MPI_Allgatherv(t->mf_sb, (int)(own * (k + 1)), MPI_FLOAT, t->mf_rb, t->mf_cnt, t->mf_displ,
-		       MPI_FLOAT, MPI_COMM_WORLD);
-	t->comm_bytes += own * (k + 1) * sizeof(float) * (P - 1);
+	scar_tp_allgatherv(&t->tp, t->mf_sb, t->mf_rb, t->mf_cnt, t->mf_displ, sizeof(float));
 	for (uint64_t r = 0; r < n; r++) {
 		const float *src = t->mf_rb + t->mf_pos[t->mf_home[(r % W + shift) % W]];
 
@@ -1163,9 +1137,7 @@ static int lda_step(struct dt *t)
 		t->ld_cnt[q] = (int)(t->ldi.doc_start[d1] - t->ldi.doc_start[d0]);
 		t->ld_displ[q] = (int)t->ldi.doc_start[d0];
 	}
-	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, z->data, t->ld_cnt, t->ld_displ,
-		       MPI_UINT32_T, MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(uint32_t) * (uint64_t)t->ld_cnt[t->c.R] * (t->c.P - 1);
+	scar_tp_allgatherv(&t->tp, NULL, z->data, t->ld_cnt, t->ld_displ, sizeof(uint32_t));
 	return scar_lda_sweep_end(t->c.m, t->c.st, t->c.err);
 }
 
@@ -1183,9 +1155,7 @@ static int lda_objective(struct dt *t, double *out)
 				     scar_dist_part_lo(t->ldi.docs, q, t->c.P));
 		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->c.P);
 	}
-	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, t->ld_ll, t->ld_cnt, t->ld_displ,
-		       MPI_DOUBLE, MPI_COMM_WORLD);
-	t->comm_bytes += sizeof(double) * (d1 - d0) * (t->c.P - 1);
+	scar_tp_allgatherv(&t->tp, NULL, t->ld_ll, t->ld_cnt, t->ld_displ, sizeof(double));
 	for (uint64_t d = 0; d < t->ldi.docs; d++)
 		sum += t->ld_ll[d];
 	*out = scar_lda_objective_of(t->c.m, sum);
@@ -1579,6 +1549,9 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	t.c.dist = 1;
 	t.c.P = (uint32_t)g_size;
 	t.c.R = (uint32_t)g_rank;
+	t.tp.ops = &mpi_ops;
+	t.tp.P = t.c.P;
+	t.tp.R = t.c.R;
 	/* Errors so far are the same on every rank. */
 	if ((rc = validate(o, t.c.def, err)) ||
 	    (rc = scar_train_reference(o, core, &ref, &nref, err)))
@@ -1649,10 +1622,10 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		goto out;
 	if ((rc = scar_train_begin(&t.c, config)))
 		goto out;
-	t.comm_bytes = 0;	/* what training sends, not the start */
+	t.tp.sent = 0;	/* what training sends, not the start */
 	if ((rc = scar_train_loop(&t.c, &ci, &done)))
 		goto out;
-	MPI_Allreduce(&t.comm_bytes, &t.c.comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Allreduce(&t.tp.sent, &t.c.comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 	rc = scar_train_finish(&t.c, &ci, done);
 out:
 	scar_train_ctx_release(&t.c, rc, objs, nobjs);
