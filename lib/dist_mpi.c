@@ -99,14 +99,8 @@ int scar_dist_size(void)
 struct dt {
 	struct scar_train_ctx c;	/* c.m: rank 0 (mf, lda: every rank) */
 	uint32_t S;
-
-	/* ridge: this rank's examples [lo, hi) of n, and the math */
-	uint64_t n, d, lo, hi;
-	float *x, *y;
-	double eta, lambda;
-	double *g;			/* d: partial gradient of the local block at w */
-	double sse;			/* local sum of squared residuals at w */
-	int valid;			/* g and sse belong to the current w */
+	const struct scar_model_dist *dist;	/* the model's distributed step */
+	struct scar_dist_model *part;		/* this rank's part of it */
 
 	/* mlr: the whole training set on every rank, and the math */
 	int mlr;
@@ -243,6 +237,13 @@ static uint32_t owner(const struct dt *t, uint64_t r)
 	return scar_dist_row_owner(r, t->S, t->c.P);
 }
 
+/* The state's params changed outside a step: the model's part drops what it cached. */
+static void model_changed(struct dt *t)
+{
+	if (t->dist && t->part && t->dist->changed)
+		t->dist->changed(t->part);
+}
+
 /*
  * Bring every rank's copy of the param tensors up to date with the rows
  * their owners hold: each rank contributes its rows, all receive all.
@@ -250,236 +251,6 @@ static uint32_t owner(const struct dt *t, uint64_t r)
 static int sync_params(struct dt *t, struct scar_state *st)
 {
 	return scar_tp_sync_rows(&t->tp, t->S, st->tensors, st->ntensors, t->c.err);
-}
-
-/* ---- ridge: the distributed math ---- */
-
-static struct scar_tensor *ridge_w(const struct dt *t)
-{
-	return scar_state_find(t->c.st, "w");
-}
-
-/*
- * One pass over the local examples at the current w: the squared residuals
- * and the partial gradient X_b^T (X_b w - y_b), summed over examples in
- * order. The dot product keeps four partial sums (the latency of one
- * chain of additions would bound the pass); P > 1 is not bit-identical to
- * the single-process model anyway, only within 1e-6 (scar-mpi(7)).
- */
-static void ridge_pass(struct dt *t)
-{
-	const double *w = ridge_w(t)->data;
-	uint64_t d = t->d, d4 = d & ~(uint64_t)3;
-	double *g = t->g, sse = 0;
-
-	memset(g, 0, d * sizeof(*g));
-	for (uint64_t i = 0; i < t->hi - t->lo; i++) {
-		const float *x = t->x + i * d;
-		double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s, r;
-		uint64_t j;
-
-		for (j = 0; j < d4; j += 4) {
-			s0 += x[j] * w[j];
-			s1 += x[j + 1] * w[j + 1];
-			s2 += x[j + 2] * w[j + 2];
-			s3 += x[j + 3] * w[j + 3];
-		}
-		s = (s0 + s1) + (s2 + s3);
-		for (; j < d; j++)
-			s += x[j] * w[j];
-		r = s - t->y[i];
-		sse += r * r;
-		for (j = 0; j < d; j++)
-			g[j] += x[j] * r;
-	}
-	t->sse = sse;
-	t->valid = 1;
-}
-
-/* The objective at the current w, the same on every rank. */
-static int ridge_objective(struct dt *t, double *out)
-{
-	const double *w = ridge_w(t)->data;
-	double sse;
-	int rc;
-
-	if (!t->valid)
-		ridge_pass(t);
-	if ((rc = scar_tp_sum_ordered(&t->tp, t->sse, &sse, t->c.err)))
-		return rc;
-	*out = 0.5 * sse / (double)t->n + 0.5 * t->lambda * mu_dot(w, w, t->d);
-	return 0;
-}
-
-static int ridge_step(struct dt *t)
-{
-	double *w = ridge_w(t)->data;
-	int own = t->cnt[t->c.R];
-	int *rcnt = t->cnt + t->c.P, *rdispl = t->displ + t->c.P;
-
-	if (!t->valid)
-		ridge_pass(t);
-	/* Partials to their owners: send block q holds rank q's rows in order. */
-	for (uint64_t k = 0; k < t->d; k++)
-		t->sbuf[k] = t->g[t->order[k]];
-	for (uint32_t p = 0; p < t->c.P; p++) {
-		rcnt[p] = own;
-		rdispl[p] = (int)p * own;
-	}
-	scar_tp_alltoallv(&t->tp, t->sbuf, t->cnt, t->displ, t->rbuf, rcnt, rdispl, sizeof(double));
-	/* Owners sum in rank order and apply the step to their rows. */
-	for (int k = 0; k < own; k++) {
-		uint64_t row = t->order[t->displ[t->c.R] + k];
-		double gk = t->rbuf[k];
-
-		for (uint32_t p = 1; p < t->c.P; p++)
-			gk += t->rbuf[(size_t)p * own + k];
-		w[row] -= t->eta * (gk / (double)t->n + t->lambda * w[row]);
-		t->sbuf[k] = w[row];
-	}
-	/* Every worker needs all of w. */
-	scar_tp_allgatherv(&t->tp, t->sbuf, t->rbuf, t->cnt, t->displ, sizeof(double));
-	for (uint64_t k = 0; k < t->d; k++)
-		w[t->order[k]] = t->rbuf[k];
-	t->valid = 0;
-	return 0;
-}
-
-/*
- * The model's step size. A configured eta is used as is; eta = 0 means
- * 1 / lambda_max, which the model computes in create(): read it off one
- * model step from w = 0, where w(1) = eta X^T y / n (rank 0, full data).
- */
-static int ridge_eta(struct dt *t, const json_t *config, const struct scar_dense *ds)
-{
-	struct scar_state *st = NULL;
-	struct scar_tensor *w;
-	double *g = NULL, best = 0;
-	uint64_t jb = 0;
-	int rc;
-
-	t->eta = mu_get_real(config, "eta");
-	if (t->eta > 0)
-		return 0;
-	if ((rc = scar_state_new(&st, t->c.def->name, t->c.err)))
-		return rc;
-	json_decref(st->config);
-	st->config = json_deep_copy(config);
-	st->shards = t->S;
-	if (!st->config) {
-		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = t->c.def->init_state(t->c.m, st, t->c.err)))
-		goto out;
-	w = scar_state_find(st, "w");
-	g = calloc(ds->d, sizeof(*g));
-	if (!w || !g || scar_tensor_elems(w) != ds->d) {
-		rc = scar_error_set(t->c.err, w && g ? SCAR_EMISMATCH : SCAR_ENOMEM,
-				    w && g ? "ridge: unexpected state layout" : "out of memory");
-		goto out;
-	}
-	memset(w->data, 0, scar_tensor_bytes(w));
-	if ((rc = t->c.def->step(t->c.m, st, t->c.err)))
-		goto out;
-	for (uint64_t i = 0; i < ds->n; i++) {
-		const float *x = ds->x + i * ds->d;
-		double r = 0.0 - ds->target[i];
-
-		for (uint64_t j = 0; j < ds->d; j++)
-			g[j] += x[j] * r;
-	}
-	for (uint64_t j = 0; j < ds->d; j++)
-		if (fabs(g[j] / (double)ds->n) > best) {
-			best = fabs(g[j] / (double)ds->n);
-			jb = j;
-		}
-	if (best > 0) {
-		t->eta = -((double *)w->data)[jb] / (g[jb] / (double)ds->n);
-	} else {
-		/* y = 0: probe from w = e_0 instead, w(1)_0 = 1 - eta (H_00). */
-		double h = 0;
-
-		memset(w->data, 0, scar_tensor_bytes(w));
-		((double *)w->data)[0] = 1;
-		if ((rc = t->c.def->step(t->c.m, st, t->c.err)))
-			goto out;
-		for (uint64_t i = 0; i < ds->n; i++)
-			h += (double)ds->x[i * ds->d] * ds->x[i * ds->d];
-		h = h / (double)ds->n + t->lambda;
-		t->eta = h > 0 ? (1 - ((double *)w->data)[0]) / h : 1;
-	}
-	if (!(t->eta > 0) || !isfinite(t->eta))
-		rc = scar_error_set(t->c.err, SCAR_EINVAL, "ridge: cannot determine the step size");
-out:
-	free(g);
-	scar_state_free(st);
-	return rc;
-}
-
-/* Load this rank's block of the data, the ownership lists and buffers. */
-static int ridge_setup(struct dt *t, const json_t *config)
-{
-	const char *path = mu_get_str(config, "data");
-	struct scar_dense *ds = NULL;
-	uint64_t *pos = NULL;
-	int rc;
-
-	if (path)
-		rc = scar_libsvm_load(path, 0, 0, &ds, t->c.err);
-	else
-		rc = scar_synth_regression((uint64_t)mu_get_int(config, "n"),
-					   (uint64_t)mu_get_int(config, "d"),
-					   mu_get_real(config, "noise"),
-					   (uint64_t)mu_get_int(config, "data_seed"), &ds, t->c.err);
-	if (rc)
-		return rc;
-	if (!ds->target || !ds->n || !ds->d) {
-		rc = scar_error_set(t->c.err, SCAR_EINVAL, "ridge: data has no real targets");
-		goto out;
-	}
-	t->n = ds->n;
-	t->d = ds->d;
-	t->lambda = mu_get_real(config, "lambda");
-	t->lo = scar_dist_part_lo(t->n, t->c.R, t->c.P);
-	t->hi = scar_dist_part_lo(t->n, t->c.R + 1, t->c.P);
-	t->x = malloc((t->hi - t->lo) * t->d * sizeof(*t->x) + 1);
-	t->y = malloc((t->hi - t->lo) * sizeof(*t->y) + 1);
-	t->g = calloc(t->d, sizeof(*t->g));
-	t->cnt = calloc(2 * (size_t)t->c.P, sizeof(*t->cnt));
-	t->displ = calloc(2 * (size_t)t->c.P, sizeof(*t->displ));
-	t->order = malloc(t->d * sizeof(*t->order));
-	pos = calloc(t->c.P, sizeof(*pos));
-	t->sbuf = malloc((t->d + t->c.P) * sizeof(*t->sbuf));
-	t->rbuf = malloc(((size_t)t->c.P * t->d + t->c.P) * sizeof(*t->rbuf));
-	if (!t->x || !t->y || !t->g || !t->cnt || !t->displ || !t->order || !pos ||
-	    !t->sbuf || !t->rbuf) {
-		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((uint64_t)t->c.P * t->d > INT_MAX) {
-		rc = scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "ridge: too many features for MPI");
-		goto out;
-	}
-	memcpy(t->x, ds->x + t->lo * t->d, (t->hi - t->lo) * t->d * sizeof(*t->x));
-	memcpy(t->y, ds->target + t->lo, (t->hi - t->lo) * sizeof(*t->y));
-	for (uint64_t r = 0; r < t->d; r++)
-		t->cnt[owner(t, r)]++;
-	for (uint32_t q = 1; q < t->c.P; q++)
-		t->displ[q] = t->displ[q - 1] + t->cnt[q - 1];
-	for (uint32_t q = 0; q < t->c.P; q++)
-		pos[q] = (uint64_t)t->displ[q];
-	for (uint64_t r = 0; r < t->d; r++)
-		t->order[pos[owner(t, r)]++] = r;
-	if (t->c.R == 0)
-		rc = ridge_eta(t, config, ds);
-	rc = agree(t, rc);
-	if (!rc)
-		scar_tp_bcast(&t->tp, &t->eta, sizeof(t->eta), 0);
-out:
-	free(pos);
-	scar_dense_free(ds);
-	return rc;
 }
 
 /* ---- mlr: the distributed math ---- */
@@ -1183,14 +954,15 @@ static int wl_objective(struct scar_train_ctx *c, double *out)
 	struct dt *t = dt_of(c);
 
 	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) :
-		t->lda ? lda_objective(t, out) : ridge_objective(t, out);
+		t->lda ? lda_objective(t, out) : t->dist->objective(t->part, t->c.st, out, t->c.err);
 }
 
 static int wl_step(struct scar_train_ctx *c)
 {
 	struct dt *t = dt_of(c);
 
-	return t->mlr ? mlr_step(t) : t->mf ? (t->mfi.sgd ? mf_sgd_step(t) : mf_step(t)) : t->lda ? lda_step(t) : ridge_step(t);
+	return t->mlr ? mlr_step(t) : t->mf ? (t->mfi.sgd ? mf_sgd_step(t) : mf_step(t)) : t->lda ? lda_step(t) :
+		t->dist->step(t->part, t->c.st, t->c.err);
 }
 
 /* ---- state distribution ---- */
@@ -1441,7 +1213,7 @@ static int sync_recovered(struct scar_train_ctx *c)
 	struct dt *t = dt_of(c);
 	int rc = sync_params(t, c->st);
 
-	t->valid = 0;
+	model_changed(t);
 	return rc;
 }
 
@@ -1461,9 +1233,8 @@ static const struct scar_train_ops mpi_ranks = {
 
 static void dt_free(struct dt *t)
 {
-	free(t->x);
-	free(t->y);
-	free(t->g);
+	if (t->dist && t->part)
+		t->dist->free(t->part);
 	free(t->mf_u);
 	free(t->mf_i);
 	free(t->mf_uv);
@@ -1567,12 +1338,12 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	t.mlr = strcmp(t.c.def->name, "mlr") == 0;
 	t.mf = strcmp(t.c.def->name, "mf") == 0;
 	t.lda = strcmp(t.c.def->name, "lda") == 0;
-	if (t.c.R == 0 || t.mf || t.lda)
+	t.dist = t.c.def->dist;
+	if (t.c.R == 0 || t.mf || t.lda || (t.dist && t.dist->every_rank))
 		rc = t.c.def->create(&t.c.m, config, err);
 	if ((rc = agree(&t, rc)) ||
 	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : t.mf ? mf_setup(&t) :
-			t.lda ? lda_setup(&t) : 0)) ||
-	    (!t.mlr && !t.mf && !t.lda && (rc = ridge_setup(&t, config))))
+			t.lda ? lda_setup(&t) : t.dist->setup(t.c.m, config, &t.tp, t.S, &t.part, err))))
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.c.st, o->resume, err);
@@ -1613,9 +1384,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 			goto out;	/* the same state on every rank */
 	} else if (t.lda) {
 		/* the model checks the layout at every step and objective */
-	} else if (!ridge_w(&t) || ridge_w(&t)->dtype != SCAR_F64 ||
-		   scar_tensor_elems(ridge_w(&t)) != t.d) {
-		rc = scar_error_set(err, SCAR_EMISMATCH, "ridge: unexpected state layout");
+	} else if (t.dist->bind && (rc = agree(&t, t.dist->bind(t.part, t.c.st, err)))) {
 		goto out;
 	}
 	if (ref && (rc = scar_train_cost_target(&t.c, ref, nref, &ci)))
