@@ -102,18 +102,6 @@ struct dt {
 	const struct scar_model_dist *dist;	/* the model's distributed step */
 	struct scar_dist_model *part;		/* this rank's part of it */
 
-	/* mlr: the whole training set on every rank, and the math */
-	int mlr;
-	float *mx;			/* mn x md */
-	uint32_t *my;
-	uint64_t mn, md, mbatch;
-	uint32_t mk;
-	double lr0, lr_decay, l2;
-	float *sd;			/* mbatch x mk: scaled softmax deltas of the minibatch */
-	int *bcnt, *bdispl;		/* per rank: its share of a minibatch or of batches */
-	double *bloss;			/* per evaluation batch: summed cross-entropy */
-	float *wt;			/* mk x md class-major copy of the weights, then biases */
-
 	/* mf: every rank holds the model (all ratings); it solves its own rows */
 	int mf;
 	struct scar_mf_info mfi;
@@ -132,10 +120,6 @@ struct dt {
 	double *ld_ll;			/* per training document: its log-likelihood */
 	int *ld_cnt, *ld_displ;		/* per rank: its tokens (z) or its documents */
 
-	/* the w rows each rank owns (every rank knows every rank's list) */
-	int *cnt, *displ;		/* per rank: owned rows, offsets (elements) */
-	uint64_t *order;		/* rows grouped by owner, ascending within */
-	double *sbuf, *rbuf;		/* d and P * own */
 	struct scar_transport tp;	/* the ranks; tp.sent: bytes this rank sent to others */
 };
 
@@ -251,345 +235,6 @@ static void model_changed(struct dt *t)
 static int sync_params(struct dt *t, struct scar_state *st)
 {
 	return scar_tp_sync_rows(&t->tp, t->S, st->tensors, st->ntensors, t->c.err);
-}
-
-/* ---- mlr: the distributed math ---- */
-
-/*
- * Minibatch SGD as lib/model_mlr.c does it, with every floating-point
- * operation of the single-process model done in the same order, so the
- * distributed run is bit-identical to it:
- *   - forward (data parallel): rank R computes the softmax deltas of its
- *     contiguous share of the minibatch (scar_dist_part_lo over the
- *     minibatch), logits as the model's kernels do (8 lanes in order, the
- *     lanes pairwise, the tail, the bias);
- *   - the scaled deltas of the whole minibatch are gathered to every rank
- *     (sufficient factors: batch x classes floats, not a gradient);
- *   - each owner applies the update to its weight rows, the examples in
- *     minibatch order, from the data it holds;
- *   - the updated rows are gathered to every worker for the next forward.
- * The objective is the rank-order sum of per-batch cross-entropies over
- * the training set in the model's evaluation batches.
- */
-
-static struct scar_tensor *mlr_w(const struct dt *t)
-{
-	return scar_state_find(t->c.st, "weights");
-}
-
-/* Class-major working copy (as the model's wt), biases after mk * md. */
-static void mlr_to_work(struct dt *t)
-{
-	const float *w = mlr_w(t)->data;
-
-	for (uint64_t j = 0; j < t->md; j++)
-		for (uint32_t c = 0; c < t->mk; c++)
-			t->wt[c * t->md + j] = w[j * t->mk + c];
-	memcpy(t->wt + (size_t)t->mk * t->md, w + t->md * t->mk, t->mk * sizeof(float));
-}
-
-static float mlr_logit(const struct dt *t, const float *x, uint32_t c)
-{
-	const float *w = t->wt + (size_t)c * t->md;
-	uint64_t d = t->md, d8 = d & ~(uint64_t)7, j;
-	float a[8] = { 0 }, s;
-
-	for (j = 0; j < d8; j += 8)
-		for (int l = 0; l < 8; l++)
-			a[l] += x[j + l] * w[j + l];
-	s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-	for (; j < d; j++)
-		s += x[j] * w[j];
-	return s + t->wt[(size_t)t->mk * t->md + c];
-}
-
-/* Softmax outputs minus the one-hot label of example ex into p; returns its cross-entropy. */
-static double mlr_delta(const struct dt *t, uint64_t ex, float *p)
-{
-	uint32_t k = t->mk, y = t->my[ex];
-	const float *x = t->mx + ex * t->md;
-	float mx, s = 0, ly = 0;
-
-	for (uint32_t c = 0; c < k; c++)
-		p[c] = mlr_logit(t, x, c);
-	if (y < k)
-		ly = p[y];
-	mx = p[0];
-	for (uint32_t c = 1; c < k; c++)
-		if (p[c] > mx)
-			mx = p[c];
-	for (uint32_t c = 0; c < k; c++)
-		s += (p[c] = expf(p[c] - mx));
-	for (uint32_t c = 0; c < k; c++)
-		p[c] /= s;
-	if (y >= k)
-		return 0;
-	p[y] -= 1;
-	return (double)mx + log((double)s) - (double)ly;
-}
-
-static int mlr_objective(struct dt *t, double *out)
-{
-	uint64_t nb = (t->mn + t->mbatch - 1) / t->mbatch;
-	uint64_t lo = scar_dist_part_lo(nb, t->c.R, t->c.P), hi = scar_dist_part_lo(nb, t->c.R + 1, t->c.P);
-	float *p = t->sd;
-	double *mine = t->bloss + nb;
-
-	mlr_to_work(t);
-	for (uint64_t b = lo; b < hi; b++) {
-		uint64_t first = b * t->mbatch, cnt = t->mn - first < t->mbatch ? t->mn - first : t->mbatch;
-		double loss = 0;
-
-		for (uint64_t i = 0; i < cnt; i++)
-			loss += mlr_delta(t, first + i, p);
-		mine[b - lo] = loss;
-	}
-	for (uint32_t q = 0; q < t->c.P; q++) {
-		t->bcnt[q] = (int)(scar_dist_part_lo(nb, q + 1, t->c.P) - scar_dist_part_lo(nb, q, t->c.P));
-		t->bdispl[q] = (int)scar_dist_part_lo(nb, q, t->c.P);
-	}
-	scar_tp_allgatherv(&t->tp, mine, t->bloss, t->bcnt, t->bdispl, sizeof(double));
-	{
-		double loss = 0;
-
-		for (uint64_t b = 0; b < nb; b++)
-			loss += t->bloss[b];
-		*out = loss / (double)t->mn;
-	}
-	return 0;
-}
-
-static int mlr_step(struct dt *t)
-{
-	struct scar_tensor *wt = mlr_w(t), *ord = scar_state_find(t->c.st, "order");
-	struct scar_tensor *ep = scar_state_find(t->c.st, "epoch");
-	uint64_t epoch, d = t->md;
-	uint32_t k = t->mk, *order;
-	float lr, decay, *w = wt->data;
-	int own = t->cnt[t->c.R], *rc2 = t->cnt + t->c.P, *rd2 = t->displ + t->c.P;
-
-	if (!ord || !ep || ord->dtype != SCAR_U32 || scar_tensor_elems(ord) != t->mn ||
-	    ep->dtype != SCAR_U64 || scar_tensor_elems(ep) != 1)
-		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mlr: unexpected state layout");
-	order = ord->data;
-	epoch = *(uint64_t *)ep->data;
-	lr = (float)(t->lr0 / (1 + t->lr_decay * (double)epoch));
-	decay = (float)(1 - (double)lr * t->l2);
-	mu_keyed_order(order, t->mn, mu_state_seed(t->c.st, 1), SCAR_MLR_ORDER_STREAM,
-		       t->c.st->iteration);
-	for (uint32_t q = 0; q < t->c.P; q++) {
-		rc2[q] = t->cnt[q] * (int)k;
-		rd2[q] = t->displ[q] * (int)k;
-	}
-	for (uint64_t b0 = 0; b0 < t->mn; b0 += t->mbatch) {
-		uint64_t bs = t->mn - b0 < t->mbatch ? t->mn - b0 : t->mbatch;
-		uint64_t lo = scar_dist_part_lo(bs, t->c.R, t->c.P), hi = scar_dist_part_lo(bs, t->c.R + 1, t->c.P);
-		float scale = -lr / (float)bs, *sbuf = (float *)t->sbuf, *rbuf = (float *)t->rbuf;
-
-		mlr_to_work(t);
-		for (uint64_t i = lo; i < hi; i++) {
-			float *p = sbuf + (i - lo) * k;
-
-			mlr_delta(t, order[b0 + i], p);
-			for (uint32_t c = 0; c < k; c++)
-				p[c] = scale * p[c];
-		}
-		for (uint32_t q = 0; q < t->c.P; q++) {
-			t->bcnt[q] = (int)((scar_dist_part_lo(bs, q + 1, t->c.P) -
-					    scar_dist_part_lo(bs, q, t->c.P)) * k);
-			t->bdispl[q] = (int)(scar_dist_part_lo(bs, q, t->c.P) * k);
-		}
-		scar_tp_allgatherv(&t->tp, sbuf, t->sd, t->bcnt, t->bdispl, sizeof(float));
-		/*
-		 * Owners: W_j <- decay W_j (not the bias row), then W_j += sd_i x_ij
-		 * example by example, so every element sees the model's additions
-		 * in the model's order.
-		 */
-		if (decay != 1)
-			for (int a = 0; a < own; a++) {
-				uint64_t j = t->order[t->displ[t->c.R] + a];
-
-				for (uint32_t c = 0; j < d && c < k; c++)
-					w[j * k + c] *= decay;
-			}
-		for (uint64_t i = 0; i < bs; i++) {
-			const float *si = t->sd + i * k, *x = t->mx + order[b0 + i] * d;
-
-			for (int a = 0; a < own; a++) {
-				uint64_t j = t->order[t->displ[t->c.R] + a];
-				float *wj = w + j * k;
-
-				if (j < d) {
-					float xij = x[j];
-
-					for (uint32_t c = 0; c < k; c++)
-						wj[c] += si[c] * xij;
-				} else {
-					for (uint32_t c = 0; c < k; c++)
-						wj[c] += si[c];
-				}
-			}
-		}
-		for (int a = 0; a < own; a++)
-			memcpy(sbuf + (size_t)a * k, w + t->order[t->displ[t->c.R] + a] * k,
-			       k * sizeof(float));
-		scar_tp_allgatherv(&t->tp, sbuf, rbuf, rc2, rd2, sizeof(float));
-		for (uint64_t a = 0; a <= d; a++)
-			memcpy(w + t->order[a] * k, rbuf + a * k, k * sizeof(float));
-	}
-	for (uint64_t i = 0; i < (d + 1) * k; i++)
-		if (!isfinite(w[i]))
-			return scar_error_set(t->c.err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
-	*(uint64_t *)ep->data = epoch + 1;
-	return 0;
-}
-
-/* dir/name.gz when readable, else dir/name, as the model looks for IDX files. */
-static char *mlr_idx_path(const char *dir, const char *name)
-{
-	size_t n = strlen(dir) + strlen(name) + 8;
-	char *p = malloc(n);
-
-	if (!p)
-		return NULL;
-	snprintf(p, n, "%s/%s.gz", dir, name);
-	if (access(p, R_OK) == 0)
-		return p;
-	snprintf(p, n, "%s/%s", dir, name);
-	return p;
-}
-
-/*
- * The model's training set: the same sources and the same held-out split
- * (a test_frac of the examples drawn by data_seed when there is no test
- * set), so every rank trains on exactly the examples the model would.
- */
-static int mlr_setup(struct dt *t, const json_t *cfg)
-{
-	const char *data = mu_get_str(cfg, "data");
-	struct scar_dense *tr = NULL;
-	int rc, have_test = 0;
-
-	if (mu_get_str(cfg, "train_images")) {
-		rc = scar_idx_load(mu_get_str(cfg, "train_images"), mu_get_str(cfg, "train_labels"),
-				   &tr, t->c.err);
-		have_test = mu_get_str(cfg, "test_images") != NULL;
-	} else if (data) {
-		struct stat sb;
-
-		if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-			char *ti = mlr_idx_path(data, "train-images-idx3-ubyte");
-			char *tl = mlr_idx_path(data, "train-labels-idx1-ubyte");
-
-			rc = ti && tl ? scar_idx_load(ti, tl, &tr, t->c.err) :
-				scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-			free(ti);
-			free(tl);
-			have_test = 1;
-		} else {
-			/* d, when given, is the feature count (model_mlr.c) */
-			rc = scar_libsvm_load(data, json_object_get(cfg, "d") ?
-					      (uint64_t)mu_get_int(cfg, "d") : 0, 1, &tr, t->c.err);
-			have_test = mu_get_str(cfg, "test_data") != NULL;
-		}
-	} else {
-		uint64_t n = (uint64_t)mu_get_int(cfg, "n"), nt = (uint64_t)mu_get_int(cfg, "n_test");
-
-		rc = scar_synth_classification(n + nt, (uint64_t)mu_get_int(cfg, "d"),
-					       (uint32_t)mu_get_int(cfg, "classes"),
-					       mu_get_real(cfg, "sep"),
-					       (uint64_t)mu_get_int(cfg, "data_seed"), &tr, t->c.err);
-		if (!rc && nt) {
-			tr->n = n;
-			have_test = 1;
-		}
-	}
-	if (rc)
-		goto out;
-	if (!tr->label || tr->classes < 2) {
-		rc = scar_error_set(t->c.err, SCAR_EINVAL, "mlr: training data needs labels of 2 classes or more");
-		goto out;
-	}
-	t->md = tr->d;
-	t->mx = malloc(tr->n * tr->d * sizeof(float) + 1);
-	t->my = malloc(tr->n * sizeof(uint32_t) + 1);
-	if (!t->mx || !t->my) {
-		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (have_test) {
-		t->mn = tr->n;
-		memcpy(t->mx, tr->x, tr->n * tr->d * sizeof(float));
-		memcpy(t->my, tr->label, tr->n * sizeof(uint32_t));
-	} else {
-		struct scar_rng r;
-		double frac = mu_get_real(cfg, "test_frac");
-		uint64_t a = 0;
-
-		scar_rng_seed_stream(&r, (uint64_t)mu_get_int(cfg, "data_seed"), 31);
-		for (uint64_t i = 0; i < tr->n; i++)
-			if (!(scar_rng_uniform(&r) < frac)) {
-				memcpy(t->mx + a * tr->d, tr->x + i * tr->d, tr->d * sizeof(float));
-				t->my[a++] = tr->label[i];
-			}
-		t->mn = a;
-		if (!a || a == tr->n) {
-			rc = scar_error_set(t->c.err, SCAR_EINVAL, "mlr: %llu examples are too few to hold %g out",
-					    (unsigned long long)tr->n, frac);
-			goto out;
-		}
-	}
-	t->mbatch = (uint64_t)mu_get_int(cfg, "batch");
-	if (t->mbatch > t->mn)
-		t->mbatch = t->mn;
-	t->lr0 = mu_get_real(cfg, "lr");
-	t->lr_decay = mu_get_real(cfg, "lr_decay");
-	t->l2 = mu_get_real(cfg, "l2");
-out:
-	scar_dense_free(tr);
-	return rc;
-}
-
-/* Buffers once the state (and with it the class count) is known. */
-static int mlr_buffers(struct dt *t)
-{
-	struct scar_tensor *w = mlr_w(t);
-	uint64_t rows, nb = (t->mn + t->mbatch - 1) / t->mbatch, *pos;
-	size_t big;
-
-	if (!w || w->dtype != SCAR_F32 || w->ndim != 2 || w->shape[0] != t->md + 1 || w->shape[1] < 2)
-		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mlr: unexpected state layout");
-	t->mk = (uint32_t)w->shape[1];
-	rows = t->md + 1;
-	if (rows * t->mk * t->c.P > INT_MAX || t->mbatch * t->mk > INT_MAX)
-		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "mlr: too many weights for MPI");
-	big = (rows > t->mbatch ? rows : t->mbatch) * t->mk + t->c.P;
-	t->sd = malloc(t->mbatch * t->mk * sizeof(float) + sizeof(float) * t->mk);
-	t->bcnt = calloc(t->c.P, sizeof(int));
-	t->bdispl = calloc(t->c.P, sizeof(int));
-	t->bloss = malloc(2 * (nb + 1) * sizeof(double));
-	t->wt = malloc(((size_t)t->mk * t->md + t->mk) * sizeof(float));
-	t->sbuf = malloc(big * sizeof(double));
-	t->rbuf = malloc(big * sizeof(double));
-	t->cnt = calloc(2 * (size_t)t->c.P, sizeof(*t->cnt));
-	t->displ = calloc(2 * (size_t)t->c.P, sizeof(*t->displ));
-	t->order = malloc(rows * sizeof(*t->order));
-	pos = calloc(t->c.P, sizeof(*pos));
-	if (!t->sd || !t->bcnt || !t->bdispl || !t->bloss || !t->wt || !t->sbuf || !t->rbuf ||
-	    !t->cnt || !t->displ || !t->order || !pos) {
-		free(pos);
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	}
-	for (uint64_t r = 0; r < rows; r++)
-		t->cnt[owner(t, r)]++;
-	for (uint32_t q = 1; q < t->c.P; q++)
-		t->displ[q] = t->displ[q - 1] + t->cnt[q - 1];
-	for (uint32_t q = 0; q < t->c.P; q++)
-		pos[q] = (uint64_t)t->displ[q];
-	for (uint64_t r = 0; r < rows; r++)
-		t->order[pos[owner(t, r)]++] = r;
-	free(pos);
-	return 0;
 }
 
 /* ---- mf: the distributed math ---- */
@@ -953,7 +598,7 @@ static int wl_objective(struct scar_train_ctx *c, double *out)
 {
 	struct dt *t = dt_of(c);
 
-	return t->mlr ? mlr_objective(t, out) : t->mf ? mf_objective(t, out) :
+	return t->mf ? mf_objective(t, out) :
 		t->lda ? lda_objective(t, out) : t->dist->objective(t->part, t->c.st, out, t->c.err);
 }
 
@@ -961,7 +606,7 @@ static int wl_step(struct scar_train_ctx *c)
 {
 	struct dt *t = dt_of(c);
 
-	return t->mlr ? mlr_step(t) : t->mf ? (t->mfi.sgd ? mf_sgd_step(t) : mf_step(t)) : t->lda ? lda_step(t) :
+	return t->mf ? (t->mfi.sgd ? mf_sgd_step(t) : mf_step(t)) : t->lda ? lda_step(t) :
 		t->dist->step(t->part, t->c.st, t->c.err);
 }
 
@@ -1248,18 +893,6 @@ static void dt_free(struct dt *t)
 	free(t->ld_ll);
 	free(t->ld_cnt);
 	free(t->ld_displ);
-	free(t->mx);
-	free(t->my);
-	free(t->sd);
-	free(t->bcnt);
-	free(t->bdispl);
-	free(t->bloss);
-	free(t->wt);
-	free(t->cnt);
-	free(t->displ);
-	free(t->order);
-	free(t->sbuf);
-	free(t->rbuf);
 }
 
 static int validate(const struct scar_train_opts *o, const struct scar_model_def *def,
@@ -1335,14 +968,13 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	 * x*, the held-out metric. For mf and lda every rank does: the owners'
 	 * solves and the blocks' sampling are the model's.
 	 */
-	t.mlr = strcmp(t.c.def->name, "mlr") == 0;
 	t.mf = strcmp(t.c.def->name, "mf") == 0;
 	t.lda = strcmp(t.c.def->name, "lda") == 0;
 	t.dist = t.c.def->dist;
 	if (t.c.R == 0 || t.mf || t.lda || (t.dist && t.dist->every_rank))
 		rc = t.c.def->create(&t.c.m, config, err);
 	if ((rc = agree(&t, rc)) ||
-	    (rc = agree(&t, t.mlr ? mlr_setup(&t, config) : t.mf ? mf_setup(&t) :
+	    (rc = agree(&t, t.mf ? mf_setup(&t) :
 			t.lda ? lda_setup(&t) : t.dist->setup(t.c.m, config, &t.tp, t.S, &t.part, err))))
 		goto out;
 	if (o->resume) {
@@ -1374,10 +1006,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		if ((rc = agree(&t, rc)) || (rc = agree(&t, bcast_state(&t))))
 			goto out;
 	}
-	if (t.mlr) {
-		if ((rc = agree(&t, mlr_buffers(&t))))
-			goto out;
-	} else if (t.mf) {
+	if (t.mf) {
 		struct scar_mf_params x;
 
 		if ((rc = scar_mf_params(t.c.m, t.c.st, &x, err)))
