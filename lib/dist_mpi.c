@@ -102,18 +102,6 @@ struct dt {
 	const struct scar_model_dist *dist;	/* the model's distributed step */
 	struct scar_dist_model *part;		/* this rank's part of it */
 
-	/* mf: every rank holds the model (all ratings); it solves its own rows */
-	int mf;
-	struct scar_mf_info mfi;
-	uint32_t *mf_u, *mf_i;		/* the users and items this rank owns, ascending */
-	uint32_t mf_nu, mf_ni;
-	double *mf_uv, *mf_iv;		/* per user 2 values, per item 1: owners' terms of a sum */
-	int mf_umove;			/* sgd: user blocks travel (else item blocks) */
-	uint32_t *mf_home;		/* sgd: per block of the side that stays, its rank */
-	float *mf_sb, *mf_rb;		/* sgd: rows packed, k + 1 floats each */
-	int *mf_cnt, *mf_displ;		/* sgd: per rank, floats in a gather */
-	uint64_t *mf_pos;		/* sgd: per rank, the unpacking cursor */
-
 	/* lda: every rank holds the model (the corpus); it samples its blocks */
 	int lda;
 	struct scar_lda_info ldi;
@@ -237,22 +225,6 @@ static int sync_params(struct dt *t, struct scar_state *st)
 	return scar_tp_sync_rows(&t->tp, t->S, st->tensors, st->ntensors, t->c.err);
 }
 
-/* ---- mf: the distributed math ---- */
-
-/*
- * One ALS sweep as lib/model_mf.c does it, the rows solved by their owners:
- *   - each owner solves its users' (p_u, b_u) given the items (every rank
- *     holds all ratings and all rows, so the solve is the model's own);
- *   - the solved user rows are gathered to every rank;
- *   - each owner solves its items given the users; item rows are gathered;
- *   - each user's owner computes the user's part of the mean's sum, the
- *     parts are gathered and added in user order, as the model adds them.
- * The objective is the model's: per-user squared errors and penalties and
- * per-item penalties computed by the owners, gathered, added in user then
- * item order. Every floating-point operation is the model's, in its order:
- * the result is bit-identical to one process.
- */
-
 /*
  * Gather a rows x cols table of doubles whose row r is filled in by its
  * owner (r's owner as for a param tensor of that many rows) to every rank.
@@ -260,249 +232,6 @@ static int sync_params(struct dt *t, struct scar_state *st)
 static int sync_table(struct dt *t, double *v, uint64_t rows, uint64_t cols)
 {
 	return scar_tp_sync_table(&t->tp, t->S, v, rows, cols, t->c.err);
-}
-
-/* Gather the two named param tensors of the state from their owners. */
-static int sync_two(struct dt *t, const char *a, const char *b)
-{
-	struct scar_tensor *v[2] = { scar_state_find(t->c.st, a), scar_state_find(t->c.st, b) };
-	struct scar_state ps;
-
-	if (!v[0] || !v[1])
-		return scar_error_set(t->c.err, SCAR_EMISMATCH, "mf: unexpected state layout");
-	memset(&ps, 0, sizeof(ps));
-	ps.ntensors = 2;
-	ps.tensors = v;
-	return sync_params(t, &ps);
-}
-
-static int mf_step(struct dt *t)
-{
-	struct scar_mf_params x;
-	double s = 0;
-	int rc;
-
-	if ((rc = scar_mf_params(t->c.m, t->c.st, &x, t->c.err)))
-		return rc;
-	for (uint32_t k = 0; k < t->mf_nu; k++)
-		scar_mf_solve_user(t->c.m, &x, t->mf_u[k]);
-	if ((rc = sync_two(t, "user_factors", "user_bias")))
-		return rc;
-	for (uint32_t k = 0; k < t->mf_ni; k++)
-		scar_mf_solve_item(t->c.m, &x, t->mf_i[k]);
-	if ((rc = sync_two(t, "item_factors", "item_bias")))
-		return rc;
-	for (uint32_t k = 0; k < t->mf_nu; k++)
-		t->mf_uv[t->mf_u[k]] = scar_mf_user_resid(t->c.m, &x, t->mf_u[k]);
-	if ((rc = sync_table(t, t->mf_uv, t->mfi.users, 1)))
-		return rc;
-	for (uint32_t u = 0; u < t->mfi.users; u++)
-		s += t->mf_uv[u];
-	*x.mu = scar_mf_mean(t->c.m, s);
-	if (!isfinite(*x.mu))
-		return scar_error_set(t->c.err, SCAR_EDIVERGED, "mf: parameters diverged");
-	return 0;
-}
-
-static int mf_objective(struct dt *t, double *out)
-{
-	struct scar_mf_params x;
-	double e = 0, pen = 0;
-	int rc;
-
-	if ((rc = scar_mf_params(t->c.m, t->c.st, &x, t->c.err)))
-		return rc;
-	for (uint32_t k = 0; k < t->mf_nu; k++) {
-		uint32_t u = t->mf_u[k];
-
-		t->mf_uv[2 * (size_t)u] = scar_mf_user_sse(t->c.m, &x, u);
-		t->mf_uv[2 * (size_t)u + 1] = scar_mf_user_pen(t->c.m, &x, u);
-	}
-	for (uint32_t k = 0; k < t->mf_ni; k++)
-		t->mf_iv[t->mf_i[k]] = scar_mf_item_pen(t->c.m, &x, t->mf_i[k]);
-	if ((rc = sync_table(t, t->mf_uv, t->mfi.users, 2)) ||
-	    (rc = sync_table(t, t->mf_iv, t->mfi.items, 1)))
-		return rc;
-	for (uint32_t u = 0; u < t->mfi.users; u++)
-		e += t->mf_uv[2 * (size_t)u];
-	for (uint32_t u = 0; u < t->mfi.users; u++)
-		pen += t->mf_uv[2 * (size_t)u + 1];
-	for (uint32_t i = 0; i < t->mfi.items; i++)
-		pen += t->mf_iv[i];
-	*out = scar_mf_objective_of(t->c.m, e, pen);
-	return 0;
-}
-
-/* ---- mf, solver sgd: DSGD, the distributed math ---- */
-
-/*
- * A DSGD epoch as lib/model_mf.c does it with "workers" W > 1: the W
- * blocks of a stratum share no row, so different ranks run them. The
- * side with more rows stays put, the other travels (users when U <= I).
- * Rank R is the home of the contiguous blocks h in [lo(R), lo(R+1)) of
- * the side that stays (the partition rule of W over P; ranks >= W have
- * none). In stratum s home h runs worker h (user block h, item block
- * (h + s) mod W) when items travel, worker (h - s) mod W (user block
- * (h - s) mod W, item block h) when users do: the stratum's W blocks
- * either way. The travelling block home h updated in stratum s is the one
- * home h - 1 (items) or h + 1 (users) needs in stratum s + 1, so after
- * every stratum but the last each rank with homes passes one block to its
- * neighbour in the ring of such ranks (MPI_Sendrecv; the blocks between
- * its own homes stay on the rank). After the last stratum every factor
- * row and bias is gathered to every rank from the rank that updated it
- * last. Each update is the model's, in the epoch's shuffled order, on
- * rows that are current: the result is one process's, bit for bit. The
- * shuffle is replicated worker state: every rank draws it itself.
- */
-
-/* The rows of block j of n rows over W blocks (rows r = j mod W). */
-static uint64_t mf_block_rows(uint64_t n, uint32_t j, uint32_t W)
-{
-	return n > j ? (n - j + W - 1) / W : 0;
-}
-
-/* Block j's factor rows and biases to or from buf, k + 1 floats a row. */
-static void mf_block_copy(float *buf, float *f, float *b, uint64_t n, uint32_t j, uint32_t W,
-			  uint32_t k, int out)
-{
-	for (uint64_t r = j; r < n; r += W, buf += k + 1) {
-		if (out) {
-			memcpy(buf, f + r * k, k * sizeof(*f));
-			buf[k] = b[r];
-		} else {
-			memcpy(f + r * k, buf, k * sizeof(*f));
-			b[r] = buf[k];
-		}
-	}
-}
-
-/* Send block js of the travelling table to rank to, receive block jr from rank from. */
-static void mf_pass(struct dt *t, float *f, float *b, uint64_t n, uint32_t js, uint32_t jr,
-		    uint32_t to, uint32_t from)
-{
-	uint32_t W = t->mfi.workers, k = t->mfi.rank;
-	uint64_t ns = mf_block_rows(n, js, W), nr = mf_block_rows(n, jr, W);
-
-	mf_block_copy(t->mf_sb, f, b, n, js, W, k, 1);
-	scar_tp_sendrecv(&t->tp, t->mf_sb, (int)(ns * (k + 1)), to, t->mf_rb, (int)(nr * (k + 1)),
-			 from, sizeof(float));
-	mf_block_copy(t->mf_rb, f, b, n, jr, W, k, 0);
-}
-
-/*
- * Every rank's copy of a table (factors f [n, k], biases b [n]) from the
- * ranks that updated its rows last: row r's is the home of block
- * (r mod W + shift) mod W.
- */
-static void mf_gather_rows(struct dt *t, float *f, float *b, uint64_t n, uint32_t shift)
-{
-	uint32_t W = t->mfi.workers, k = t->mfi.rank, P = t->c.P;
-	float *p = t->mf_sb;
-
-	memset(t->mf_cnt, 0, P * sizeof(*t->mf_cnt));
-	for (uint64_t r = 0; r < n; r++) {
-		uint32_t q = t->mf_home[(r % W + shift) % W];
-
-		t->mf_cnt[q] += (int)(k + 1);
-		if (q == t->c.R) {
-			memcpy(p, f + r * k, k * sizeof(*f));
-			p[k] = b[r];
-			p += k + 1;
-		}
-	}
-	for (uint32_t q = 0; q < P; q++) {
-		t->mf_displ[q] = q ? t->mf_displ[q - 1] + t->mf_cnt[q - 1] : 0;
-		t->mf_pos[q] = (uint64_t)t->mf_displ[q];
-	}
-	scar_tp_allgatherv(&t->tp, t->mf_sb, t->mf_rb, t->mf_cnt, t->mf_displ, sizeof(float));
-	for (uint64_t r = 0; r < n; r++) {
-		const float *src = t->mf_rb + t->mf_pos[t->mf_home[(r % W + shift) % W]];
-
-		memcpy(f + r * k, src, k * sizeof(*f));
-		b[r] = src[k];
-		t->mf_pos[t->mf_home[(r % W + shift) % W]] += k + 1;
-	}
-}
-
-static int mf_sgd_step(struct dt *t)
-{
-	struct scar_mf_params x;
-	uint32_t W = t->mfi.workers, P = t->c.P, R = t->c.R, Pw = P < W ? P : W;
-	uint64_t a = scar_dist_part_lo(W, R, P), b = scar_dist_part_lo(W, R + 1, P);
-	uint64_t U = t->mfi.users, I = t->mfi.items;
-	int rc;
-
-	if ((rc = scar_mf_params(t->c.m, t->c.st, &x, t->c.err)) ||
-	    (rc = scar_mf_sgd_begin(t->c.m, t->c.st, t->c.err)))
-		return rc;
-	for (uint32_t s = 0; s < W; s++) {
-		for (uint64_t h = a; h < b; h++)
-			scar_mf_sgd_block(t->c.m, t->c.st, &x,
-					  t->mf_umove ? (uint32_t)((h + W - s) % W) : (uint32_t)h, s);
-		if (s + 1 == W || R >= Pw)
-			continue;
-		if (t->mf_umove)
-			mf_pass(t, x.p, x.bu, U, (uint32_t)((b + W - 1 - s) % W),
-				(uint32_t)((a + 2 * (uint64_t)W - 1 - s) % W), (R + 1) % Pw, (R + Pw - 1) % Pw);
-		else
-			mf_pass(t, x.q, x.bi, I, (uint32_t)((a + s) % W), (uint32_t)((b + s) % W),
-				(R + Pw - 1) % Pw, (R + 1) % Pw);
-	}
-	/* Users last updated by home u mod W (items travel) or the one before it (users travel). */
-	mf_gather_rows(t, x.p, x.bu, U, t->mf_umove ? W - 1 : 0);
-	mf_gather_rows(t, x.q, x.bi, I, t->mf_umove ? 0 : 1);
-	if (!isfinite(*x.mu))
-		return scar_error_set(t->c.err, SCAR_EDIVERGED, "mf: parameters diverged");
-	return 0;
-}
-
-/* sgd: which side travels, the homes of the blocks, the buffers. */
-static int mf_sgd_setup(struct dt *t)
-{
-	uint32_t W = t->mfi.workers, P = t->c.P, k = t->mfi.rank;
-	uint64_t big = (t->mfi.users > t->mfi.items ? t->mfi.users : t->mfi.items) * (uint64_t)(k + 1);
-
-	if (W == 1)
-		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED,
-				      "mf: solver 'sgd' with workers=1 is one chain of updates, each on the last, and does not run distributed; set workers=W > 1 for DSGD (best a multiple of the ranks: its results depend on W, never on the ranks)");
-	if (big > INT_MAX)
-		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "mf: too many rows for MPI");
-	t->mf_umove = t->mfi.users <= t->mfi.items;
-	t->mf_home = malloc(W * sizeof(*t->mf_home));
-	t->mf_sb = malloc((big + 1) * sizeof(*t->mf_sb));
-	t->mf_rb = malloc((big + 1) * sizeof(*t->mf_rb));
-	t->mf_cnt = calloc(P, sizeof(*t->mf_cnt));
-	t->mf_displ = calloc(P, sizeof(*t->mf_displ));
-	t->mf_pos = calloc(P, sizeof(*t->mf_pos));
-	if (!t->mf_home || !t->mf_sb || !t->mf_rb || !t->mf_cnt || !t->mf_displ || !t->mf_pos)
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	for (uint32_t q = 0; q < P; q++)
-		for (uint64_t h = scar_dist_part_lo(W, q, P); h < scar_dist_part_lo(W, q + 1, P); h++)
-			t->mf_home[h] = q;
-	return 0;
-}
-
-/* The model on every rank (it loaded the ratings); the rows this rank owns. */
-static int mf_setup(struct dt *t)
-{
-	int rc;
-
-	scar_mf_info(t->c.m, &t->mfi);
-	if (t->mfi.sgd && (rc = mf_sgd_setup(t)))
-		return rc;
-	t->mf_u = malloc(((size_t)t->mfi.users + 1) * sizeof(*t->mf_u));
-	t->mf_i = malloc(((size_t)t->mfi.items + 1) * sizeof(*t->mf_i));
-	t->mf_uv = calloc(2 * (size_t)t->mfi.users + 1, sizeof(*t->mf_uv));
-	t->mf_iv = calloc((size_t)t->mfi.items + 1, sizeof(*t->mf_iv));
-	if (!t->mf_u || !t->mf_i || !t->mf_uv || !t->mf_iv)
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	for (uint32_t u = 0; u < t->mfi.users; u++)
-		if (owner(t, u) == t->c.R)
-			t->mf_u[t->mf_nu++] = u;
-	for (uint32_t i = 0; i < t->mfi.items; i++)
-		if (owner(t, i) == t->c.R)
-			t->mf_i[t->mf_ni++] = i;
-	return 0;
 }
 
 /* ---- lda: the distributed math ---- */
@@ -598,7 +327,7 @@ static int wl_objective(struct scar_train_ctx *c, double *out)
 {
 	struct dt *t = dt_of(c);
 
-	return t->mf ? mf_objective(t, out) :
+	return
 		t->lda ? lda_objective(t, out) : t->dist->objective(t->part, t->c.st, out, t->c.err);
 }
 
@@ -606,7 +335,7 @@ static int wl_step(struct scar_train_ctx *c)
 {
 	struct dt *t = dt_of(c);
 
-	return t->mf ? (t->mfi.sgd ? mf_sgd_step(t) : mf_step(t)) : t->lda ? lda_step(t) :
+	return t->lda ? lda_step(t) :
 		t->dist->step(t->part, t->c.st, t->c.err);
 }
 
@@ -880,16 +609,6 @@ static void dt_free(struct dt *t)
 {
 	if (t->dist && t->part)
 		t->dist->free(t->part);
-	free(t->mf_u);
-	free(t->mf_i);
-	free(t->mf_uv);
-	free(t->mf_iv);
-	free(t->mf_home);
-	free(t->mf_sb);
-	free(t->mf_rb);
-	free(t->mf_cnt);
-	free(t->mf_displ);
-	free(t->mf_pos);
 	free(t->ld_ll);
 	free(t->ld_cnt);
 	free(t->ld_displ);
@@ -968,14 +687,12 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 	 * x*, the held-out metric. For mf and lda every rank does: the owners'
 	 * solves and the blocks' sampling are the model's.
 	 */
-	t.mf = strcmp(t.c.def->name, "mf") == 0;
 	t.lda = strcmp(t.c.def->name, "lda") == 0;
 	t.dist = t.c.def->dist;
-	if (t.c.R == 0 || t.mf || t.lda || (t.dist && t.dist->every_rank))
+	if (t.c.R == 0 || t.lda || (t.dist && t.dist->every_rank))
 		rc = t.c.def->create(&t.c.m, config, err);
 	if ((rc = agree(&t, rc)) ||
-	    (rc = agree(&t, t.mf ? mf_setup(&t) :
-			t.lda ? lda_setup(&t) : t.dist->setup(t.c.m, config, &t.tp, t.S, &t.part, err))))
+	    (rc = agree(&t, t.lda ? lda_setup(&t) : t.dist->setup(t.c.m, config, &t.tp, t.S, &t.part, err))))
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.c.st, o->resume, err);
@@ -1006,12 +723,7 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		if ((rc = agree(&t, rc)) || (rc = agree(&t, bcast_state(&t))))
 			goto out;
 	}
-	if (t.mf) {
-		struct scar_mf_params x;
-
-		if ((rc = scar_mf_params(t.c.m, t.c.st, &x, err)))
-			goto out;	/* the same state on every rank */
-	} else if (t.lda) {
+	if (t.lda) {
 		/* the model checks the layout at every step and objective */
 	} else if (t.dist->bind && (rc = agree(&t, t.dist->bind(t.part, t.c.st, err)))) {
 		goto out;
