@@ -20,23 +20,15 @@
 #ifdef SCAR_MPI
 
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <mpi.h>
 
 #include "scar/ckpt.h"
-#include "scar/data.h"
 #include "scar/dist.h"
 #include "scar/model.h"
-#include "scar/rng.h"
 #include "scar/train.h"
-#include "model_lda.h"
-#include "model_mf.h"
-#include "model_util.h"
 #include "topk.h"
 #include "train_internal.h"
 #include "transport.h"
@@ -97,17 +89,10 @@ int scar_dist_size(void)
 
 /* c first: the shared trainer's hooks get &t->c and find t (dt_of). */
 struct dt {
-	struct scar_train_ctx c;	/* c.m: rank 0 (mf, lda: every rank) */
+	struct scar_train_ctx c;	/* c.m: rank 0, or every rank (dist->every_rank) */
 	uint32_t S;
 	const struct scar_model_dist *dist;	/* the model's distributed step */
 	struct scar_dist_model *part;		/* this rank's part of it */
-
-	/* lda: every rank holds the model (the corpus); it samples its blocks */
-	int lda;
-	struct scar_lda_info ldi;
-	double *ld_ll;			/* per training document: its log-likelihood */
-	int *ld_cnt, *ld_displ;		/* per rank: its tokens (z) or its documents */
-
 	struct scar_transport tp;	/* the ranks; tp.sent: bytes this rank sent to others */
 };
 
@@ -234,109 +219,20 @@ static int sync_table(struct dt *t, double *v, uint64_t rows, uint64_t cols)
 	return scar_tp_sync_table(&t->tp, t->S, v, rows, cols, t->c.err);
 }
 
-/* ---- lda: the distributed math ---- */
-
-/*
- * One AD-LDA sweep as lib/model_lda.c does it with "workers" W blocks of
- * documents: every rank prepares the counts and computes the sweep's key (the
- * same replicated state, so the same values); rank R samples the blocks
- * [lo(R), lo(R+1)) of W by the partition rule, each against the counts of
- * the start of the sweep; the assignments z of every rank's documents are
- * gathered to every rank; every rank rebuilds the counts from z (the
- * resync). The blocks do not see each other's changes in one process
- * either, so the result is the model's, bit for bit. The objective is the
- * documents' log-likelihoods, computed by the ranks over the partition of
- * the documents, gathered and added in document order.
- */
-
-static void lda_blocks(const struct dt *t, uint32_t q, uint64_t *d0, uint64_t *d1)
-{
-	uint32_t W = t->ldi.workers;
-	uint64_t b0 = scar_dist_part_lo(W, q, t->c.P), b1 = scar_dist_part_lo(W, q + 1, t->c.P);
-
-	*d0 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b0, W);
-	*d1 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b1, W);
-}
-
-static int lda_step(struct dt *t)
-{
-	uint32_t W = t->ldi.workers;
-	uint64_t seed, b0 = scar_dist_part_lo(W, t->c.R, t->c.P), b1 = scar_dist_part_lo(W, t->c.R + 1, t->c.P);
-	struct scar_tensor *z = scar_state_find(t->c.st, "z");
-	int rc;
-
-	/* W = 1 is one sequential chain of draws: every rank runs it itself. */
-	if (W == 1)
-		return t->c.def->step(t->c.m, t->c.st, t->c.err);
-	if ((rc = scar_lda_sweep_begin(t->c.m, t->c.st, &seed, t->c.err)))
-		return rc;
-	if (!z || z->dtype != SCAR_U32 || scar_tensor_elems(z) != t->ldi.tokens)
-		return scar_error_set(t->c.err, SCAR_EMISMATCH, "lda: unexpected state layout");
-	for (uint64_t b = b0; b < b1; b++)
-		if ((rc = scar_lda_sample_block(t->c.m, t->c.st, (uint32_t)b, seed, t->c.err)))
-			return rc;
-	for (uint32_t q = 0; q < t->c.P; q++) {
-		uint64_t d0, d1;
-
-		lda_blocks(t, q, &d0, &d1);
-		t->ld_cnt[q] = (int)(t->ldi.doc_start[d1] - t->ldi.doc_start[d0]);
-		t->ld_displ[q] = (int)t->ldi.doc_start[d0];
-	}
-	scar_tp_allgatherv(&t->tp, NULL, z->data, t->ld_cnt, t->ld_displ, sizeof(uint32_t));
-	return scar_lda_sweep_end(t->c.m, t->c.st, t->c.err);
-}
-
-static int lda_objective(struct dt *t, double *out)
-{
-	uint64_t d0 = scar_dist_part_lo(t->ldi.docs, t->c.R, t->c.P);
-	uint64_t d1 = scar_dist_part_lo(t->ldi.docs, t->c.R + 1, t->c.P);
-	double sum = 0;
-	int rc;
-
-	if ((rc = scar_lda_doc_logliks(t->c.m, t->c.st, d0, d1, t->ld_ll + d0, t->c.err)))
-		return rc;
-	for (uint32_t q = 0; q < t->c.P; q++) {
-		t->ld_cnt[q] = (int)(scar_dist_part_lo(t->ldi.docs, q + 1, t->c.P) -
-				     scar_dist_part_lo(t->ldi.docs, q, t->c.P));
-		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->c.P);
-	}
-	scar_tp_allgatherv(&t->tp, NULL, t->ld_ll, t->ld_cnt, t->ld_displ, sizeof(double));
-	for (uint64_t d = 0; d < t->ldi.docs; d++)
-		sum += t->ld_ll[d];
-	*out = scar_lda_objective_of(t->c.m, sum);
-	return 0;
-}
-
-/* The model on every rank (it loaded the corpus); the buffers. */
-static int lda_setup(struct dt *t)
-{
-	scar_lda_info(t->c.m, &t->ldi);
-	if (t->ldi.tokens > INT_MAX || t->ldi.docs > INT_MAX)
-		return scar_error_set(t->c.err, SCAR_EUNSUPPORTED, "lda: too many tokens for MPI");
-	t->ld_ll = malloc((t->ldi.docs + 1) * sizeof(*t->ld_ll));
-	t->ld_cnt = calloc(t->c.P, sizeof(*t->ld_cnt));
-	t->ld_displ = calloc(t->c.P, sizeof(*t->ld_displ));
-	if (!t->ld_ll || !t->ld_cnt || !t->ld_displ)
-		return scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	return 0;
-}
-
 /* ---- the workload behind the trainer ---- */
 
 static int wl_objective(struct scar_train_ctx *c, double *out)
 {
 	struct dt *t = dt_of(c);
 
-	return
-		t->lda ? lda_objective(t, out) : t->dist->objective(t->part, t->c.st, out, t->c.err);
+	return t->dist->objective(t->part, t->c.st, out, t->c.err);
 }
 
 static int wl_step(struct scar_train_ctx *c)
 {
 	struct dt *t = dt_of(c);
 
-	return t->lda ? lda_step(t) :
-		t->dist->step(t->part, t->c.st, t->c.err);
+	return t->dist->step(t->part, t->c.st, t->c.err);
 }
 
 /* ---- state distribution ---- */
@@ -609,16 +505,12 @@ static void dt_free(struct dt *t)
 {
 	if (t->dist && t->part)
 		t->dist->free(t->part);
-	free(t->ld_ll);
-	free(t->ld_cnt);
-	free(t->ld_displ);
 }
 
 static int validate(const struct scar_train_opts *o, const struct scar_model_def *def,
 		    struct scar_error *err)
 {
-	if (def && strcmp(def->name, "ridge") && strcmp(def->name, "mlr") &&
-	    strcmp(def->name, "mf") && strcmp(def->name, "lda"))
+	if (def && !def->dist)
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "model '%s' does not run distributed yet",
 				      def->name);
 	return scar_train_check_opts(o, def, err);
@@ -683,16 +575,15 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		goto out;
 	t.S = o->resume ? o->resume->shards : o->shards;
 	/*
-	 * Rank 0 keeps the model itself for what is not distributed: eta, c,
-	 * x*, the held-out metric. For mf and lda every rank does: the owners'
-	 * solves and the blocks' sampling are the model's.
+	 * Rank 0 keeps the model itself for what is not distributed (c, x*,
+	 * the held-out metric); the other ranks too when the model's
+	 * distributed step says so (scar_model_dist.every_rank).
 	 */
-	t.lda = strcmp(t.c.def->name, "lda") == 0;
 	t.dist = t.c.def->dist;
-	if (t.c.R == 0 || t.lda || (t.dist && t.dist->every_rank))
+	if (t.c.R == 0 || t.dist->every_rank)
 		rc = t.c.def->create(&t.c.m, config, err);
 	if ((rc = agree(&t, rc)) ||
-	    (rc = agree(&t, t.lda ? lda_setup(&t) : t.dist->setup(t.c.m, config, &t.tp, t.S, &t.part, err))))
+	    (rc = agree(&t, t.dist->setup(t.c.m, config, &t.tp, t.S, &t.part, err))))
 		goto out;
 	if (o->resume) {
 		rc = scar_state_clone(&t.c.st, o->resume, err);
@@ -723,11 +614,8 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		if ((rc = agree(&t, rc)) || (rc = agree(&t, bcast_state(&t))))
 			goto out;
 	}
-	if (t.lda) {
-		/* the model checks the layout at every step and objective */
-	} else if (t.dist->bind && (rc = agree(&t, t.dist->bind(t.part, t.c.st, err)))) {
+	if (t.dist->bind && (rc = agree(&t, t.dist->bind(t.part, t.c.st, err))))
 		goto out;
-	}
 	if (ref && (rc = scar_train_cost_target(&t.c, ref, nref, &ci)))
 		goto out;
 	if ((rc = scar_train_begin(&t.c, config)))
