@@ -14,8 +14,9 @@
  * reduction operation is used on floating point data, so a run is
  * deterministic for a given P.
  *
- * Compiled to nothing unless SCAR_MPI is defined (the Makefile defines it
- * when it finds mpicc).
+ * The MPI part is compiled only when SCAR_MPI is defined (the Makefile
+ * defines it when it finds mpicc); without it, the entry points of
+ * scar/dist.h say MPI is not there (at the end).
  */
 #ifdef SCAR_MPI
 
@@ -633,7 +634,52 @@ out:
 	return rc;
 }
 
-#else
-/* ISO C wants at least one declaration in a translation unit. */
-typedef int scar_dist_mpi_unused_;
+#else /* !SCAR_MPI */
+
+/*
+ * Without MPI (no mpicc at build time) the entry points exist all the
+ * same, so a command needs no #ifdef: a process is never distributed.
+ * scar_dist_init starts nothing even under a launcher (each copy runs as
+ * one process, as a plain build always did); scar_dist_train_run refuses.
+ */
+#include <string.h>
+
+#include "scar/dist.h"
+
+int scar_dist_init(int launched, int *argc, char ***argv, struct scar_error *err)
+{
+	return 0;
+}
+
+void scar_dist_finalize(void)
+{
+}
+
+int scar_dist_bcast_int(int v)
+{
+	return v;
+}
+
+int scar_dist_active(void)
+{
+	return 0;
+}
+
+int scar_dist_rank(void)
+{
+	return 0;
+}
+
+int scar_dist_size(void)
+{
+	return 1;
+}
+
+int scar_dist_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
+			struct scar_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	return scar_error_set(err, SCAR_EUNSUPPORTED,
+			      "scar-train was built without MPI (no mpicc at build time; scar-mpi(7))");
+}
 #endif /* SCAR_MPI */
