@@ -79,7 +79,8 @@ void scar_tp_alltoallv(struct scar_transport *t, const void *send, const int *sc
 void scar_tp_sendrecv(struct scar_transport *t, const void *send, int scnt, uint32_t to,
 		      void *recv, int rcnt, uint32_t from, size_t es)
 {
-	t->sent += (uint64_t)scnt * es;
+	if (to != t->R)
+		t->sent += (uint64_t)scnt * es;
 	t->ops->sendrecv(t, send, scnt, to, recv, rcnt, from, es);
 }
 
