@@ -12,6 +12,11 @@
  * the trainer replaces and edits state (resume, recovery, fault injection).
  * Everything a step does is a function of (config, data, state): that is
  * what makes the same seed bit-identical and resume exact.
+ *
+ * A new model's distributed step goes into its own lib/model_*.c as a
+ * struct scar_model_dist (below) pointed to by def->dist, written over
+ * lib/transport.h; tests/unit/test-transport.c checks it against the
+ * one-process step over the one-process transport.
  */
 #ifndef SCAR_MODEL_H
 #define SCAR_MODEL_H
