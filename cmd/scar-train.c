@@ -194,11 +194,7 @@ static int save_path_error(const char *path)
 /* Rank 0, or the only process: the one that warns once for the job. */
 static int is_rank0(void)
 {
-#ifdef SCAR_MPI
 	return !scar_dist_active() || scar_dist_rank() == 0;
-#else
-	return 1;
-#endif
 }
 
 /* A checkpoint --resume DIR passed over for an older one: which, and why. */
@@ -271,14 +267,12 @@ int main(int argc, char **argv)
 	FILE *events = stdout;
 
 	cli_init(argv[0]);
-#ifdef SCAR_MPI
 	if (scar_dist_init(getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE"),
 			   &argc, &argv, &err))
 		cli_die_error(&err);
 	atexit(scar_dist_finalize);
 	if (scar_dist_active() && scar_dist_rank() != 0)
 		cli_quiet_usage_errors();
-#endif
 	scar_error_clear(&err);
 	scar_train_opts_init(&o);
 	o.shards = 8;
@@ -503,15 +497,12 @@ int main(int argc, char **argv)
 	if (o.ckpt_dir) {
 		int e = 0;
 
-#ifdef SCAR_MPI
-		if (scar_dist_rank() == 0)
-#endif
-		if (access(o.ckpt_dir, F_OK) != 0 && errno == ENOENT && mkdir(o.ckpt_dir, 0777) != 0)
+		/* One rank decides for all (always this one without MPI). */
+		if (scar_dist_rank() == 0 && access(o.ckpt_dir, F_OK) != 0 && errno == ENOENT &&
+		    mkdir(o.ckpt_dir, 0777) != 0)
 			e = errno;
-#ifdef SCAR_MPI
 		if ((e = scar_dist_bcast_int(e)) && scar_dist_rank() != 0)
 			exit(EXIT_TROUBLE);
-#endif
 		if (e)
 			cli_die("cannot create checkpoint directory '%s': %s", o.ckpt_dir, strerror(e));
 	}
@@ -521,22 +512,16 @@ int main(int argc, char **argv)
 	if (save && !cli_is_stdio(save)) {
 		int e = 0;
 
-#ifdef SCAR_MPI
 		if (scar_dist_rank() == 0)
-#endif
-		e = save_path_error(save);
-#ifdef SCAR_MPI
+			e = save_path_error(save);
 		if ((e = scar_dist_bcast_int(e)) && scar_dist_rank() != 0)
 			exit(EXIT_TROUBLE);
-#endif
 		if (e)
 			cli_die("cannot write '%s': %s", save, strerror(e));
 	}
 
-#ifdef SCAR_MPI
 	if (scar_dist_active() && scar_dist_rank() != 0)
 		events_path = NULL;	/* rank 0 writes the events; do not truncate its file */
-#endif
 	if (save && cli_is_stdio(save)) {
 		cli_refuse_binary_tty();
 		events = NULL;
@@ -557,7 +542,6 @@ int main(int argc, char **argv)
 		o.progress = progress;
 	}
 
-#ifdef SCAR_MPI
 	if (scar_dist_active()) {
 		rc = scar_dist_train_run(&o, &res, &err);
 		if (scar_dist_rank() != 0) {	/* rank 0 reports and saves */
@@ -566,8 +550,7 @@ int main(int argc, char **argv)
 				exit(rc == SCAR_EDIVERGED ? EXIT_DIVERGED : EXIT_TROUBLE);
 		}
 	} else
-#endif
-	rc = scar_train_run(&o, &res, &err);
+		rc = scar_train_run(&o, &res, &err);
 	if (rc) {
 		if (rc == SCAR_EDIVERGED) {
 			cli_warn_error(&err);

@@ -105,11 +105,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+
 #include "scar/data.h"
 #include "scar/dist.h"
 #include "scar/model.h"
 #include "model_lda.h"
 #include "model_util.h"
+#include "transport.h"
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
@@ -958,6 +961,138 @@ static int lda_effective(struct scar_model *m, json_t *out, struct scar_error *e
 	return 0;
 }
 
+/* ---- distributed (scar-mpi(7)) ---- */
+
+/* Every rank holds the model (the corpus); it samples its blocks. */
+struct scar_dist_model {
+	struct scar_model *m;
+	struct scar_transport *tp;
+	struct scar_lda_info ldi;
+	double *ld_ll;			/* per training document: its log-likelihood */
+	int *ld_cnt, *ld_displ;		/* per rank: its tokens (z) or its documents */
+};
+
+static void lda_dist_free(struct scar_dist_model *t)
+{
+	if (!t)
+		return;
+	free(t->ld_ll);
+	free(t->ld_cnt);
+	free(t->ld_displ);
+	free(t);
+}
+
+/*
+ * One AD-LDA sweep as lda_step does it with "workers" W blocks of
+ * documents: every rank prepares the counts and computes the sweep's key (the
+ * same replicated state, so the same values); rank R samples the blocks
+ * [lo(R), lo(R+1)) of W by the partition rule, each against the counts of
+ * the start of the sweep; the assignments z of every rank's documents are
+ * gathered to every rank; every rank rebuilds the counts from z (the
+ * resync). The blocks do not see each other's changes in one process
+ * either, so the result is the model's, bit for bit. The objective is the
+ * documents' log-likelihoods, computed by the ranks over the partition of
+ * the documents, gathered and added in document order.
+ */
+
+static void lda_blocks(const struct scar_dist_model *t, uint32_t q, uint64_t *d0, uint64_t *d1)
+{
+	uint32_t W = t->ldi.workers;
+	uint64_t b0 = scar_dist_part_lo(W, q, t->tp->P), b1 = scar_dist_part_lo(W, q + 1, t->tp->P);
+
+	*d0 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b0, W);
+	*d1 = scar_dist_part_lo(t->ldi.docs, (uint32_t)b1, W);
+}
+
+static int lda_dist_step(struct scar_dist_model *t, struct scar_state *st, struct scar_error *err)
+{
+	uint32_t W = t->ldi.workers;
+	uint64_t seed, b0 = scar_dist_part_lo(W, t->tp->R, t->tp->P), b1 = scar_dist_part_lo(W, t->tp->R + 1, t->tp->P);
+	struct scar_tensor *z = scar_state_find(st, "z");
+	int rc;
+
+	/* W = 1 is one sequential chain of draws: every rank runs it itself. */
+	if (W == 1)
+		return lda_step(t->m, st, err);
+	if ((rc = scar_lda_sweep_begin(t->m, st, &seed, err)))
+		return rc;
+	if (!z || z->dtype != SCAR_U32 || scar_tensor_elems(z) != t->ldi.tokens)
+		return scar_error_set(err, SCAR_EMISMATCH, "lda: unexpected state layout");
+	for (uint64_t b = b0; b < b1; b++)
+		if ((rc = scar_lda_sample_block(t->m, st, (uint32_t)b, seed, err)))
+			return rc;
+	for (uint32_t q = 0; q < t->tp->P; q++) {
+		uint64_t d0, d1;
+
+		lda_blocks(t, q, &d0, &d1);
+		t->ld_cnt[q] = (int)(t->ldi.doc_start[d1] - t->ldi.doc_start[d0]);
+		t->ld_displ[q] = (int)t->ldi.doc_start[d0];
+	}
+	scar_tp_allgatherv(t->tp, NULL, z->data, t->ld_cnt, t->ld_displ, sizeof(uint32_t));
+	return scar_lda_sweep_end(t->m, st, err);
+}
+
+static int lda_dist_objective(struct scar_dist_model *t, const struct scar_state *st, double *out,
+			      struct scar_error *err)
+{
+	uint64_t d0 = scar_dist_part_lo(t->ldi.docs, t->tp->R, t->tp->P);
+	uint64_t d1 = scar_dist_part_lo(t->ldi.docs, t->tp->R + 1, t->tp->P);
+	double sum = 0;
+	int rc;
+
+	if ((rc = scar_lda_doc_logliks(t->m, st, d0, d1, t->ld_ll + d0, err)))
+		return rc;
+	for (uint32_t q = 0; q < t->tp->P; q++) {
+		t->ld_cnt[q] = (int)(scar_dist_part_lo(t->ldi.docs, q + 1, t->tp->P) -
+				     scar_dist_part_lo(t->ldi.docs, q, t->tp->P));
+		t->ld_displ[q] = (int)scar_dist_part_lo(t->ldi.docs, q, t->tp->P);
+	}
+	scar_tp_allgatherv(t->tp, NULL, t->ld_ll, t->ld_cnt, t->ld_displ, sizeof(double));
+	for (uint64_t d = 0; d < t->ldi.docs; d++)
+		sum += t->ld_ll[d];
+	*out = scar_lda_objective_of(t->m, sum);
+	return 0;
+}
+
+/* The model on every rank (it loaded the corpus); the buffers. */
+static int lda_dist_setup(struct scar_model *m, const json_t *config, struct scar_transport *tp,
+			  uint32_t shards, struct scar_dist_model **out, struct scar_error *err)
+{
+	struct scar_dist_model *t = calloc(1, sizeof(*t));
+	int rc = 0;
+
+	*out = NULL;
+	if (!t)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	t->m = m;
+	t->tp = tp;
+	scar_lda_info(t->m, &t->ldi);
+	if (t->ldi.tokens > INT_MAX || t->ldi.docs > INT_MAX) {
+		rc = scar_error_set(err, SCAR_EUNSUPPORTED, "lda: too many tokens for MPI");
+	} else {
+		t->ld_ll = malloc((t->ldi.docs + 1) * sizeof(*t->ld_ll));
+		t->ld_cnt = calloc(t->tp->P, sizeof(*t->ld_cnt));
+		t->ld_displ = calloc(t->tp->P, sizeof(*t->ld_displ));
+		if (!t->ld_ll || !t->ld_cnt || !t->ld_displ)
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	if (rc)
+		lda_dist_free(t);
+	else
+		*out = t;
+	return rc;
+}
+
+/* The model checks the layout at every step and objective. */
+static const struct scar_model_dist lda_dist = {
+	.every_rank = 1,	/* the blocks' sampling is the model's own */
+	.setup = lda_dist_setup,
+	.step = lda_dist_step,
+	.objective = lda_dist_objective,
+	.free = lda_dist_free,
+};
+
+
 const struct scar_model_def scar_model_lda = {
 	.name = "lda",
 	.summary = "latent Dirichlet allocation by collapsed Gibbs sampling (one sweep per iteration)",
@@ -975,4 +1110,5 @@ const struct scar_model_def scar_model_lda = {
 	.dist_to_opt = NULL,
 	.free = lda_free,
 	.effective = lda_effective,
+	.dist = &lda_dist,
 };

@@ -72,10 +72,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <limits.h>
+
 #include "scar/data.h"
+#include "scar/dist.h"
 #include "scar/model.h"
 #include "model_mf.h"
 #include "model_util.h"
+#include "transport.h"
 
 struct scar_model {
 	struct scar_ratings *train, *test;
@@ -666,6 +670,344 @@ static int mf_effective(struct scar_model *m, json_t *out, struct scar_error *er
 	return 0;
 }
 
+/* ---- distributed (scar-mpi(7)) ---- */
+
+/* Every rank holds the model (all ratings); it solves or updates the rows it owns. */
+struct scar_dist_model {
+	struct scar_model *m;
+	struct scar_transport *tp;
+	uint32_t S;
+	struct scar_mf_info mfi;
+	uint32_t *mf_u, *mf_i;		/* the users and items this rank owns, ascending */
+	uint32_t mf_nu, mf_ni;
+	double *mf_uv, *mf_iv;		/* per user 2 values, per item 1: owners' terms of a sum */
+	int mf_umove;			/* sgd: user blocks travel (else item blocks) */
+	uint32_t *mf_home;		/* sgd: per block of the side that stays, its rank */
+	float *mf_sb, *mf_rb;		/* sgd: rows packed, k + 1 floats each */
+	int *mf_cnt, *mf_displ;		/* sgd: per rank, floats in a gather */
+	uint64_t *mf_pos;		/* sgd: per rank, the unpacking cursor */
+};
+
+static void mf_dist_free(struct scar_dist_model *t)
+{
+	if (!t)
+		return;
+	free(t->mf_u);
+	free(t->mf_i);
+	free(t->mf_uv);
+	free(t->mf_iv);
+	free(t->mf_home);
+	free(t->mf_sb);
+	free(t->mf_rb);
+	free(t->mf_cnt);
+	free(t->mf_displ);
+	free(t->mf_pos);
+	free(t);
+}
+
+/*
+ * One ALS sweep as mf_step does it, the rows solved by their owners:
+ *   - each owner solves its users' (p_u, b_u) given the items (every rank
+ *     holds all ratings and all rows, so the solve is the model's own);
+ *   - the solved user rows are gathered to every rank;
+ *   - each owner solves its items given the users; item rows are gathered;
+ *   - each user's owner computes the user's part of the mean's sum, the
+ *     parts are gathered and added in user order, as the model adds them.
+ * The objective is the model's: per-user squared errors and penalties and
+ * per-item penalties computed by the owners, gathered, added in user then
+ * item order. Every floating-point operation is the model's, in its order:
+ * the result is bit-identical to one process.
+ */
+
+/* Gather the two named param tensors of the state from their owners. */
+static int sync_two(struct scar_dist_model *t, struct scar_state *st, const char *a, const char *b,
+		    struct scar_error *err)
+{
+	struct scar_tensor *v[2] = { scar_state_find(st, a), scar_state_find(st, b) };
+	struct scar_state ps;
+
+	if (!v[0] || !v[1])
+		return scar_error_set(err, SCAR_EMISMATCH, "mf: unexpected state layout");
+	memset(&ps, 0, sizeof(ps));
+	ps.ntensors = 2;
+	ps.tensors = v;
+	return scar_tp_sync_rows(t->tp, t->S, ps.tensors, ps.ntensors, err);
+}
+
+static int mf_dist_als_step(struct scar_dist_model *t, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_mf_params x;
+	double s = 0;
+	int rc;
+
+	if ((rc = scar_mf_params(t->m, st, &x, err)))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_nu; k++)
+		scar_mf_solve_user(t->m, &x, t->mf_u[k]);
+	if ((rc = sync_two(t, st, "user_factors", "user_bias", err)))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_ni; k++)
+		scar_mf_solve_item(t->m, &x, t->mf_i[k]);
+	if ((rc = sync_two(t, st, "item_factors", "item_bias", err)))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_nu; k++)
+		t->mf_uv[t->mf_u[k]] = scar_mf_user_resid(t->m, &x, t->mf_u[k]);
+	if ((rc = scar_tp_sync_table(t->tp, t->S, t->mf_uv, t->mfi.users, 1, err)))
+		return rc;
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		s += t->mf_uv[u];
+	*x.mu = scar_mf_mean(t->m, s);
+	if (!isfinite(*x.mu))
+		return scar_error_set(err, SCAR_EDIVERGED, "mf: parameters diverged");
+	return 0;
+}
+
+static int mf_dist_objective(struct scar_dist_model *t, const struct scar_state *st, double *out,
+			     struct scar_error *err)
+{
+	struct scar_mf_params x;
+	double e = 0, pen = 0;
+	int rc;
+
+	if ((rc = scar_mf_params(t->m, st, &x, err)))
+		return rc;
+	for (uint32_t k = 0; k < t->mf_nu; k++) {
+		uint32_t u = t->mf_u[k];
+
+		t->mf_uv[2 * (size_t)u] = scar_mf_user_sse(t->m, &x, u);
+		t->mf_uv[2 * (size_t)u + 1] = scar_mf_user_pen(t->m, &x, u);
+	}
+	for (uint32_t k = 0; k < t->mf_ni; k++)
+		t->mf_iv[t->mf_i[k]] = scar_mf_item_pen(t->m, &x, t->mf_i[k]);
+	if ((rc = scar_tp_sync_table(t->tp, t->S, t->mf_uv, t->mfi.users, 2, err)) ||
+	    (rc = scar_tp_sync_table(t->tp, t->S, t->mf_iv, t->mfi.items, 1, err)))
+		return rc;
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		e += t->mf_uv[2 * (size_t)u];
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		pen += t->mf_uv[2 * (size_t)u + 1];
+	for (uint32_t i = 0; i < t->mfi.items; i++)
+		pen += t->mf_iv[i];
+	*out = scar_mf_objective_of(t->m, e, pen);
+	return 0;
+}
+
+/* ---- distributed, solver sgd: DSGD ---- */
+
+/*
+ * A DSGD epoch as mf_step does it with "workers" W > 1: the W
+ * blocks of a stratum share no row, so different ranks run them. The
+ * side with more rows stays put, the other travels (users when U <= I).
+ * Rank R is the home of the contiguous blocks h in [lo(R), lo(R+1)) of
+ * the side that stays (the partition rule of W over P; ranks >= W have
+ * none). In stratum s home h runs worker h (user block h, item block
+ * (h + s) mod W) when items travel, worker (h - s) mod W (user block
+ * (h - s) mod W, item block h) when users do: the stratum's W blocks
+ * either way. The travelling block home h updated in stratum s is the one
+ * home h - 1 (items) or h + 1 (users) needs in stratum s + 1, so after
+ * every stratum but the last each rank with homes passes one block to its
+ * neighbour in the ring of such ranks (MPI_Sendrecv; the blocks between
+ * its own homes stay on the rank). After the last stratum every factor
+ * row and bias is gathered to every rank from the rank that updated it
+ * last. Each update is the model's, in the epoch's shuffled order, on
+ * rows that are current: the result is one process's, bit for bit. The
+ * shuffle is replicated worker state: every rank draws it itself.
+ */
+
+/* The rows of block j of n rows over W blocks (rows r = j mod W). */
+static uint64_t mf_block_rows(uint64_t n, uint32_t j, uint32_t W)
+{
+	return n > j ? (n - j + W - 1) / W : 0;
+}
+
+/* Block j's factor rows and biases to or from buf, k + 1 floats a row. */
+static void mf_block_copy(float *buf, float *f, float *b, uint64_t n, uint32_t j, uint32_t W,
+			  uint32_t k, int out)
+{
+	for (uint64_t r = j; r < n; r += W, buf += k + 1) {
+		if (out) {
+			memcpy(buf, f + r * k, k * sizeof(*f));
+			buf[k] = b[r];
+		} else {
+			memcpy(f + r * k, buf, k * sizeof(*f));
+			b[r] = buf[k];
+		}
+	}
+}
+
+/* Send block js of the travelling table to rank to, receive block jr from rank from. */
+static void mf_pass(struct scar_dist_model *t, float *f, float *b, uint64_t n, uint32_t js, uint32_t jr,
+		    uint32_t to, uint32_t from)
+{
+	uint32_t W = t->mfi.workers, k = t->mfi.rank;
+	uint64_t ns = mf_block_rows(n, js, W), nr = mf_block_rows(n, jr, W);
+
+	mf_block_copy(t->mf_sb, f, b, n, js, W, k, 1);
+	scar_tp_sendrecv(t->tp, t->mf_sb, (int)(ns * (k + 1)), to, t->mf_rb, (int)(nr * (k + 1)),
+			 from, sizeof(float));
+	mf_block_copy(t->mf_rb, f, b, n, jr, W, k, 0);
+}
+
+/*
+ * Every rank's copy of a table (factors f [n, k], biases b [n]) from the
+ * ranks that updated its rows last: row r's is the home of block
+ * (r mod W + shift) mod W.
+ */
+static void mf_gather_rows(struct scar_dist_model *t, float *f, float *b, uint64_t n, uint32_t shift)
+{
+	uint32_t W = t->mfi.workers, k = t->mfi.rank, P = t->tp->P;
+	float *p = t->mf_sb;
+
+	memset(t->mf_cnt, 0, P * sizeof(*t->mf_cnt));
+	for (uint64_t r = 0; r < n; r++) {
+		uint32_t q = t->mf_home[(r % W + shift) % W];
+
+		t->mf_cnt[q] += (int)(k + 1);
+		if (q == t->tp->R) {
+			memcpy(p, f + r * k, k * sizeof(*f));
+			p[k] = b[r];
+			p += k + 1;
+		}
+	}
+	for (uint32_t q = 0; q < P; q++) {
+		t->mf_displ[q] = q ? t->mf_displ[q - 1] + t->mf_cnt[q - 1] : 0;
+		t->mf_pos[q] = (uint64_t)t->mf_displ[q];
+	}
+	scar_tp_allgatherv(t->tp, t->mf_sb, t->mf_rb, t->mf_cnt, t->mf_displ, sizeof(float));
+	for (uint64_t r = 0; r < n; r++) {
+		const float *src = t->mf_rb + t->mf_pos[t->mf_home[(r % W + shift) % W]];
+
+		memcpy(f + r * k, src, k * sizeof(*f));
+		b[r] = src[k];
+		t->mf_pos[t->mf_home[(r % W + shift) % W]] += k + 1;
+	}
+}
+
+static int mf_dist_sgd_step(struct scar_dist_model *t, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_mf_params x;
+	uint32_t W = t->mfi.workers, P = t->tp->P, R = t->tp->R, Pw = P < W ? P : W;
+	uint64_t a = scar_dist_part_lo(W, R, P), b = scar_dist_part_lo(W, R + 1, P);
+	uint64_t U = t->mfi.users, I = t->mfi.items;
+	int rc;
+
+	if ((rc = scar_mf_params(t->m, st, &x, err)) ||
+	    (rc = scar_mf_sgd_begin(t->m, st, err)))
+		return rc;
+	for (uint32_t s = 0; s < W; s++) {
+		for (uint64_t h = a; h < b; h++)
+			scar_mf_sgd_block(t->m, st, &x,
+					  t->mf_umove ? (uint32_t)((h + W - s) % W) : (uint32_t)h, s);
+		if (s + 1 == W || R >= Pw)
+			continue;
+		if (t->mf_umove)
+			mf_pass(t, x.p, x.bu, U, (uint32_t)((b + W - 1 - s) % W),
+				(uint32_t)((a + 2 * (uint64_t)W - 1 - s) % W), (R + 1) % Pw, (R + Pw - 1) % Pw);
+		else
+			mf_pass(t, x.q, x.bi, I, (uint32_t)((a + s) % W), (uint32_t)((b + s) % W),
+				(R + Pw - 1) % Pw, (R + 1) % Pw);
+	}
+	/* Users last updated by home u mod W (items travel) or the one before it (users travel). */
+	mf_gather_rows(t, x.p, x.bu, U, t->mf_umove ? W - 1 : 0);
+	mf_gather_rows(t, x.q, x.bi, I, t->mf_umove ? 0 : 1);
+	if (!isfinite(*x.mu))
+		return scar_error_set(err, SCAR_EDIVERGED, "mf: parameters diverged");
+	return 0;
+}
+
+/* sgd: which side travels, the homes of the blocks, the buffers. */
+static int mf_dist_sgd_setup(struct scar_dist_model *t, struct scar_error *err)
+{
+	uint32_t W = t->mfi.workers, P = t->tp->P, k = t->mfi.rank;
+	uint64_t big = (t->mfi.users > t->mfi.items ? t->mfi.users : t->mfi.items) * (uint64_t)(k + 1);
+
+	if (W == 1)
+		return scar_error_set(err, SCAR_EUNSUPPORTED,
+				      "mf: solver 'sgd' with workers=1 is one chain of updates, each on the last, and does not run distributed; set workers=W > 1 for DSGD (best a multiple of the ranks: its results depend on W, never on the ranks)");
+	if (big > INT_MAX)
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "mf: too many rows for MPI");
+	t->mf_umove = t->mfi.users <= t->mfi.items;
+	t->mf_home = malloc(W * sizeof(*t->mf_home));
+	t->mf_sb = malloc((big + 1) * sizeof(*t->mf_sb));
+	t->mf_rb = malloc((big + 1) * sizeof(*t->mf_rb));
+	t->mf_cnt = calloc(P, sizeof(*t->mf_cnt));
+	t->mf_displ = calloc(P, sizeof(*t->mf_displ));
+	t->mf_pos = calloc(P, sizeof(*t->mf_pos));
+	if (!t->mf_home || !t->mf_sb || !t->mf_rb || !t->mf_cnt || !t->mf_displ || !t->mf_pos)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	for (uint32_t q = 0; q < P; q++)
+		for (uint64_t h = scar_dist_part_lo(W, q, P); h < scar_dist_part_lo(W, q + 1, P); h++)
+			t->mf_home[h] = q;
+	return 0;
+}
+
+/* The rows this rank owns; sgd's homes and buffers. */
+static int mf_dist_init(struct scar_dist_model *t, struct scar_error *err)
+{
+	int rc;
+
+	scar_mf_info(t->m, &t->mfi);
+	if (t->mfi.sgd && (rc = mf_dist_sgd_setup(t, err)))
+		return rc;
+	t->mf_u = malloc(((size_t)t->mfi.users + 1) * sizeof(*t->mf_u));
+	t->mf_i = malloc(((size_t)t->mfi.items + 1) * sizeof(*t->mf_i));
+	t->mf_uv = calloc(2 * (size_t)t->mfi.users + 1, sizeof(*t->mf_uv));
+	t->mf_iv = calloc((size_t)t->mfi.items + 1, sizeof(*t->mf_iv));
+	if (!t->mf_u || !t->mf_i || !t->mf_uv || !t->mf_iv)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	for (uint32_t u = 0; u < t->mfi.users; u++)
+		if (scar_dist_row_owner(u, t->S, t->tp->P) == t->tp->R)
+			t->mf_u[t->mf_nu++] = u;
+	for (uint32_t i = 0; i < t->mfi.items; i++)
+		if (scar_dist_row_owner(i, t->S, t->tp->P) == t->tp->R)
+			t->mf_i[t->mf_ni++] = i;
+	return 0;
+}
+
+
+/* The model on every rank (it loaded the ratings). */
+static int mf_dist_setup(struct scar_model *m, const json_t *config, struct scar_transport *tp,
+			 uint32_t shards, struct scar_dist_model **out, struct scar_error *err)
+{
+	struct scar_dist_model *t = calloc(1, sizeof(*t));
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	t->m = m;
+	t->tp = tp;
+	t->S = shards;
+	if ((rc = mf_dist_init(t, err)))
+		mf_dist_free(t);
+	else
+		*out = t;
+	return rc;
+}
+
+static int mf_dist_step(struct scar_dist_model *t, struct scar_state *st, struct scar_error *err)
+{
+	return t->mfi.sgd ? mf_dist_sgd_step(t, st, err) : mf_dist_als_step(t, st, err);
+}
+
+/* The state is the same on every rank: one check of it. */
+static int mf_dist_bind(struct scar_dist_model *t, const struct scar_state *st,
+			struct scar_error *err)
+{
+	struct scar_mf_params x;
+
+	return scar_mf_params(t->m, st, &x, err);
+}
+
+static const struct scar_model_dist mf_dist = {
+	.every_rank = 1,	/* the owners' solves and blocks are the model's own */
+	.setup = mf_dist_setup,
+	.bind = mf_dist_bind,
+	.step = mf_dist_step,
+	.objective = mf_dist_objective,
+	.free = mf_dist_free,
+};
+
 const struct scar_model_def scar_model_mf = {
 	.name = "mf",
 	.summary = "matrix factorisation with biases by ALS (one sweep) or SGD (one epoch)",
@@ -683,4 +1025,5 @@ const struct scar_model_def scar_model_mf = {
 	.dist_to_opt = NULL,
 	.free = mf_free,
 	.effective = mf_effective,
+	.dist = &mf_dist,
 };

@@ -64,9 +64,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include "scar/data.h"
+#include "scar/dist.h"
 #include "scar/model.h"
 #include "model_util.h"
+#include "transport.h"
+
+#define MLR_SPLIT_STREAM 31	/* the held-out split's draws (by data_seed) */
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v8fu __attribute__((vector_size(32), aligned(4)));
@@ -277,7 +283,7 @@ static int split_test(struct scar_model *m, double frac, uint64_t seed, struct s
 
 	if (!te || !held)
 		goto oom;
-	scar_rng_seed_stream(&r, seed, 31);
+	scar_rng_seed_stream(&r, seed, MLR_SPLIT_STREAM);
 	for (uint64_t i = 0; i < tr->n; i++)
 		nt += held[i] = scar_rng_uniform(&r) < frac;
 	if (!nt || nt == tr->n) {
@@ -672,6 +678,13 @@ static void batch_update(struct scar_model *m, const uint32_t *idx, uint64_t cnt
 			m->bias[c] += sd[i * k + c];
 }
 
+/* The learning rate of an epoch and the weight decay it gives (both steps' one schedule). */
+static void mlr_rate(const struct scar_model *m, uint64_t epoch, float *lr, float *decay)
+{
+	*lr = (float)(m->lr / (1 + m->lr_decay * (double)epoch));
+	*decay = (float)(1 - (double)*lr * m->l2);
+}
+
 static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct scar_tensor *w, *ord, *ep;
@@ -687,8 +700,7 @@ static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_err
 		return rc;
 	order = ord->data;
 	epoch = *(uint64_t *)ep->data;
-	lr = (float)(m->lr / (1 + m->lr_decay * (double)epoch));
-	decay = (float)(1 - (double)lr * m->l2);
+	mlr_rate(m, epoch, &lr, &decay);
 	mu_keyed_order(order, m->n, mu_state_seed(st, 1), SCAR_MLR_ORDER_STREAM, st->iteration);
 	to_work(m, w->data);
 	for (uint64_t b0 = 0; b0 < m->n; b0 += m->batch) {
@@ -768,6 +780,216 @@ static int mlr_effective(struct scar_model *m, json_t *out, struct scar_error *e
 	return 0;
 }
 
+/* ---- distributed (scar-mpi(7)) ---- */
+
+/*
+ * Minibatch SGD as mlr_step does it, every floating-point operation of
+ * the one-process step in the same order, so the distributed run is
+ * bit-identical to it. Every rank holds the model (the training set):
+ *   - forward (data parallel): rank R computes the softmax deltas of its
+ *     contiguous share of the minibatch (scar_dist_part_lo over the
+ *     minibatch) by the model's batch_forward, scaled as batch_update
+ *     scales them;
+ *   - the scaled deltas of the whole minibatch are gathered to every rank
+ *     (sufficient factors: batch x classes floats, not a gradient);
+ *   - each owner applies the update to its weight rows, the examples in
+ *     minibatch order (every element sees batch_update's additions in
+ *     its order);
+ *   - the updated rows are gathered to every worker for the next forward.
+ * The objective is the rank-order sum of per-batch cross-entropies over
+ * the training set in evaluate()'s batches.
+ */
+struct scar_dist_model {
+	struct scar_model *m;
+	struct scar_transport *tp;
+	uint32_t S, k;
+	float *sd;			/* batch x k: scaled softmax deltas of the minibatch */
+	float *sbuf, *rbuf;
+	int *bcnt, *bdispl;		/* per rank: its share of a minibatch or of batches */
+	double *bloss;			/* per evaluation batch: summed cross-entropy */
+	int *cnt, *displ;		/* per rank: owned weight rows, offsets; then x k */
+	uint64_t *order;		/* weight rows grouped by owner, ascending within */
+};
+
+static void mlr_dist_free(struct scar_dist_model *t)
+{
+	if (!t)
+		return;
+	free(t->sd);
+	free(t->sbuf);
+	free(t->rbuf);
+	free(t->bcnt);
+	free(t->bdispl);
+	free(t->bloss);
+	free(t->cnt);
+	free(t->displ);
+	free(t->order);
+	free(t);
+}
+
+static int mlr_dist_setup(struct scar_model *m, const json_t *config, struct scar_transport *tp,
+			  uint32_t shards, struct scar_dist_model **out, struct scar_error *err)
+{
+	struct scar_dist_model *t = calloc(1, sizeof(*t));
+
+	*out = t;
+	if (!t)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	t->m = m;
+	t->tp = tp;
+	t->S = shards;
+	return 0;
+}
+
+/* Buffers once the state (the same on every rank) is there. */
+static int mlr_dist_bind(struct scar_dist_model *t, const struct scar_state *st,
+			 struct scar_error *err)
+{
+	const struct scar_model *m = t->m;
+	const struct scar_tensor *w = scar_state_find(st, "weights");
+	uint32_t P = t->tp->P;
+	uint64_t rows, nb = (m->n + m->batch - 1) / m->batch;
+	size_t big;
+
+	if (!w || w->dtype != SCAR_F32 || w->ndim != 2 || w->shape[0] != m->d + 1 ||
+	    w->shape[1] != m->classes)
+		return scar_error_set(err, SCAR_EMISMATCH, "mlr: unexpected state layout");
+	t->k = m->classes;
+	rows = m->d + 1;
+	if (rows * t->k * P > INT_MAX || m->batch * t->k > INT_MAX)
+		return scar_error_set(err, SCAR_EUNSUPPORTED, "mlr: too many weights for MPI");
+	big = (rows > m->batch ? rows : m->batch) * t->k + P;
+	t->sd = malloc(m->batch * t->k * sizeof(float) + sizeof(float) * t->k);
+	t->bcnt = calloc(P, sizeof(int));
+	t->bdispl = calloc(P, sizeof(int));
+	t->bloss = malloc(2 * (nb + 1) * sizeof(double));
+	t->sbuf = malloc(big * sizeof(float));
+	t->rbuf = malloc(big * sizeof(float));
+	t->cnt = calloc(2 * (size_t)P, sizeof(*t->cnt));
+	t->displ = calloc(2 * (size_t)P, sizeof(*t->displ));
+	t->order = malloc(rows * sizeof(*t->order));
+	if (!t->sd || !t->bcnt || !t->bdispl || !t->bloss || !t->sbuf || !t->rbuf || !t->cnt ||
+	    !t->displ || !t->order)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	return scar_tp_owned_rows(t->tp, t->S, rows, t->cnt, t->displ, t->order, err);
+}
+
+static int mlr_dist_objective(struct scar_dist_model *t, const struct scar_state *st,
+			      double *out, struct scar_error *err)
+{
+	struct scar_model *m = t->m;
+	uint32_t P = t->tp->P, R = t->tp->R;
+	uint64_t nb = (m->n + m->batch - 1) / m->batch, right;
+	uint64_t lo = scar_dist_part_lo(nb, R, P), hi = scar_dist_part_lo(nb, R + 1, P);
+	double *mine = t->bloss + nb, loss = 0;
+
+	to_work(m, scar_state_find(st, "weights")->data);
+	for (uint64_t b = lo; b < hi; b++) {
+		uint64_t first = b * m->batch, cnt = m->n - first < m->batch ? m->n - first : m->batch;
+
+		mine[b - lo] = batch_forward(m, m->train, NULL, first, cnt, m->delta, &right);
+	}
+	for (uint32_t q = 0; q < P; q++) {
+		t->bcnt[q] = (int)(scar_dist_part_lo(nb, q + 1, P) - scar_dist_part_lo(nb, q, P));
+		t->bdispl[q] = (int)scar_dist_part_lo(nb, q, P);
+	}
+	scar_tp_allgatherv(t->tp, mine, t->bloss, t->bcnt, t->bdispl, sizeof(double));
+	for (uint64_t b = 0; b < nb; b++)
+		loss += t->bloss[b];
+	*out = loss / (double)m->n;
+	return 0;
+}
+
+static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struct scar_error *err)
+{
+	struct scar_model *m = t->m;
+	struct scar_tensor *wt, *ord, *ep;
+	uint32_t P = t->tp->P, R = t->tp->R, k = t->k, *order;
+	uint64_t epoch, d = m->d, right;
+	float lr, decay, *w;
+	int own = t->cnt[R], *rc2 = t->cnt + P, *rd2 = t->displ + P, rc;
+
+	if ((rc = mu_find(st, "weights", SCAR_F32, (d + 1) * k, &wt, err)) ||
+	    (rc = mu_find(st, "order", SCAR_U32, m->n, &ord, err)) ||
+	    (rc = mu_find(st, "epoch", SCAR_U64, 1, &ep, err)))
+		return rc;
+	w = wt->data;
+	order = ord->data;
+	epoch = *(uint64_t *)ep->data;
+	mlr_rate(m, epoch, &lr, &decay);
+	mu_keyed_order(order, m->n, mu_state_seed(st, 1), SCAR_MLR_ORDER_STREAM, st->iteration);
+	for (uint32_t q = 0; q < P; q++) {
+		rc2[q] = t->cnt[q] * (int)k;
+		rd2[q] = t->displ[q] * (int)k;
+	}
+	for (uint64_t b0 = 0; b0 < m->n; b0 += m->batch) {
+		uint64_t bs = m->n - b0 < m->batch ? m->n - b0 : m->batch;
+		uint64_t lo = scar_dist_part_lo(bs, R, P), hi = scar_dist_part_lo(bs, R + 1, P);
+		float scale = -lr / (float)bs;
+
+		to_work(m, w);
+		if (hi > lo)
+			batch_forward(m, m->train, order + b0 + lo, 0, hi - lo, m->delta, &right);
+		for (uint64_t i = 0; i < (hi - lo) * k; i++)
+			t->sbuf[i] = scale * m->delta[i];
+		for (uint32_t q = 0; q < P; q++) {
+			t->bcnt[q] = (int)((scar_dist_part_lo(bs, q + 1, P) - scar_dist_part_lo(bs, q, P)) * k);
+			t->bdispl[q] = (int)(scar_dist_part_lo(bs, q, P) * k);
+		}
+		scar_tp_allgatherv(t->tp, t->sbuf, t->sd, t->bcnt, t->bdispl, sizeof(float));
+		/*
+		 * Owners: W_j <- decay W_j (not the bias row), then W_j += sd_i x_ij
+		 * example by example, so every element sees the model's additions
+		 * in the model's order.
+		 */
+		if (decay != 1)
+			for (int a = 0; a < own; a++) {
+				uint64_t j = t->order[t->displ[R] + a];
+
+				for (uint32_t c = 0; j < d && c < k; c++)
+					w[j * k + c] *= decay;
+			}
+		for (uint64_t i = 0; i < bs; i++) {
+			const float *si = t->sd + i * k, *x = m->train->x + order[b0 + i] * d;
+
+			for (int a = 0; a < own; a++) {
+				uint64_t j = t->order[t->displ[R] + a];
+				float *wj = w + j * k;
+
+				if (j < d) {
+					float xij = x[j];
+
+					for (uint32_t c = 0; c < k; c++)
+						wj[c] += si[c] * xij;
+				} else {
+					for (uint32_t c = 0; c < k; c++)
+						wj[c] += si[c];
+				}
+			}
+		}
+		for (int a = 0; a < own; a++)
+			memcpy(t->sbuf + (size_t)a * k, w + t->order[t->displ[R] + a] * k,
+			       k * sizeof(float));
+		scar_tp_allgatherv(t->tp, t->sbuf, t->rbuf, rc2, rd2, sizeof(float));
+		for (uint64_t a = 0; a <= d; a++)
+			memcpy(w + t->order[a] * k, t->rbuf + a * k, k * sizeof(float));
+	}
+	for (uint64_t i = 0; i < (d + 1) * k; i++)
+		if (!isfinite(w[i]))
+			return scar_error_set(err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
+	*(uint64_t *)ep->data = epoch + 1;
+	return 0;
+}
+
+static const struct scar_model_dist mlr_dist = {
+	.every_rank = 1,	/* the training set and the kernels on every rank */
+	.setup = mlr_dist_setup,
+	.bind = mlr_dist_bind,
+	.step = mlr_dist_step,
+	.objective = mlr_dist_objective,
+	.free = mlr_dist_free,
+};
+
 const struct scar_model_def scar_model_mlr = {
 	.name = "mlr",
 	.summary = "multinomial logistic regression by minibatch SGD (one epoch per iteration)",
@@ -785,4 +1007,5 @@ const struct scar_model_def scar_model_mlr = {
 	.dist_to_opt = NULL,
 	.free = mlr_free,
 	.effective = mlr_effective,
+	.dist = &mlr_dist,
 };

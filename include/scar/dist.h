@@ -6,9 +6,13 @@
  * Two halves:
  *   - MPI-free (always in libscar): the ownership rule, the data partition,
  *     the checkpoint manifest, loading a distributed checkpoint as one.
- *   - MPI (only when libscar is built with SCAR_MPI, i.e. `make` found
- *     mpicc): scar_dist_init/finalize/active/rank/size and
- *     scar_dist_train_run.
+ *   - MPI: scar_dist_init/finalize/active/rank/size and
+ *     scar_dist_train_run, in every build; without SCAR_MPI (`make` found
+ *     no mpicc) they give the one-process values and scar_dist_train_run
+ *     fails, SCAR_EUNSUPPORTED.
+ * The trainer (lib/dist_mpi.c) knows no model: a model's distributed step
+ * is its struct scar_model_dist (scar/model.h), in its own lib/model_*.c,
+ * over the ranks' transport (lib/transport.h).
  *
  * THE RULES (also in scar-mpi(7)):
  *   shard s of S is owned by rank (s mod P); so row r of a parameter tensor
@@ -197,7 +201,7 @@ int scar_dist_is_rank_file(const char *path);
 int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
 			size_t *skipped, struct scar_error *err);
 
-/* ---- MPI: only in a libscar built with SCAR_MPI ---- */
+/* ---- MPI (without SCAR_MPI: the one-process values, see above) ---- */
 
 /*
  * Initialise MPI when `launched` is nonzero (the command decides that from
@@ -227,7 +231,7 @@ int scar_dist_size(void);
  * scar_train_run over the MPI ranks: same options, same events (rank 0
  * writes them; other ranks write none, whatever opts->events says), same
  * result on every rank (final_state is the full state on every rank; let
- * rank 0 alone save it). Runs the workloads scar-mpi(7) lists (ridge, mlr, mf with solver als, lda);
+ * rank 0 alone save it). Runs the workloads whose definition has a dist member (ridge, mlr, mf, lda);
  * others fail with SCAR_EUNSUPPORTED ("model 'x' does not run
  * distributed yet"). Errors are agreed: every rank returns the same code
  * and message, so a command can report it from rank 0 alone. With

@@ -12,6 +12,11 @@
  * the trainer replaces and edits state (resume, recovery, fault injection).
  * Everything a step does is a function of (config, data, state): that is
  * what makes the same seed bit-identical and resume exact.
+ *
+ * A new model's distributed step goes into its own lib/model_*.c as a
+ * struct scar_model_dist (below) pointed to by def->dist, written over
+ * lib/transport.h; tests/unit/test-transport.c checks it against the
+ * one-process step over the one-process transport.
  */
 #ifndef SCAR_MODEL_H
 #define SCAR_MODEL_H
@@ -26,6 +31,44 @@ extern "C" {
 #endif
 
 struct scar_model;	/* opaque, one per workload implementation */
+struct scar_dist_model;	/* opaque: one rank's part of a distributed model, per workload */
+struct scar_transport;	/* libscar-internal (lib/transport.h): the ranks, as a step sees them */
+
+/*
+ * How a model runs distributed (scar-mpi(7)); in the model's own file,
+ * next to its one-process step, sharing its data loader, kernels, step
+ * size and schedule. The MPI trainer (lib/dist_mpi.c) knows no model: it
+ * creates the model on the ranks every_rank says, calls setup, spreads the
+ * state, calls bind, then step and objective on every rank, in the same
+ * order. The per-rank functions run over the transport, whose one-process
+ * version (P = 1) lets the unit tests check them against the one-process
+ * step without MPI.
+ */
+struct scar_model_dist {
+	/*
+	 * 0: create() runs on rank 0 alone (what is not distributed - a step
+	 * size, c, x*, the held-out metric - is computed there; the other
+	 * ranks' setup gets m = NULL); 1: on every rank (its step calls the
+	 * model's own code on the rank's share).
+	 */
+	int every_rank;
+	/*
+	 * This rank's part: its data, buffers, what it learns from rank 0
+	 * (over tp: every rank calls it). shards: the row-ownership rule's S.
+	 */
+	int (*setup)(struct scar_model *m, const json_t *config, struct scar_transport *tp,
+		     uint32_t shards, struct scar_dist_model **out, struct scar_error *err);
+	/* Optional: check the state (the same on every rank) and size buffers by it. */
+	int (*bind)(struct scar_dist_model *dm, const struct scar_state *st, struct scar_error *err);
+	/* One iteration, the same state on every rank before and after. */
+	int (*step)(struct scar_dist_model *dm, struct scar_state *st, struct scar_error *err);
+	/* The training objective, the same double on every rank. */
+	int (*objective)(struct scar_dist_model *dm, const struct scar_state *st, double *out,
+			 struct scar_error *err);
+	/* Optional: the state's params were changed outside step (recovery): drop caches. */
+	void (*changed)(struct scar_dist_model *dm);
+	void (*free)(struct scar_dist_model *dm);
+};
 
 struct scar_model_def {
 	const char *name;		/* "mlr" */
@@ -92,6 +135,9 @@ struct scar_model_def {
 	 * carries it as "effective" (scar-events(7)). Fails only for memory.
 	 */
 	int (*effective)(struct scar_model *m, json_t *out, struct scar_error *err);
+
+	/* The distributed step (above); NULL: the model does not run distributed. */
+	const struct scar_model_dist *dist;
 };
 
 /* The built-in workloads, NULL-terminated. */
