@@ -1,7 +1,9 @@
 /*
  * ckpt_store.c - a directory of checkpoints (scar/store.h): the names of
  * its files, listing them, the newest complete checkpoint, the saved view
- * a resume rebuilds, the writer's lock and what a killed writer left.
+ * a resume rebuilds, the writer's lock and what a killed writer left, and
+ * writing a checkpoint of one process or of MPI ranks (the ranks' exchange
+ * is the caller's, behind struct scar_store_comm: no MPI here).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -841,3 +843,107 @@ void scar_store_unlock(struct scar_store *s)
 }
 
 
+/* ---- writing a checkpoint ---- */
+
+/* dir/name into path; SCAR_EINVAL when it does not fit. */
+static int store_path(char *path, size_t len, const char *dir, const char *name,
+		      struct scar_error *err)
+{
+	if ((size_t)snprintf(path, len, "%s/%s", dir, name) >= len)
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
+	return 0;
+}
+
+/* One process: the whole view as ckpt-N.ckpt; *bytes its size. */
+static int write_file(const struct scar_store *s, const struct scar_state *view,
+		      const struct scar_ckpt_save_opts *so, uint64_t *bytes, struct scar_error *err)
+{
+	char name[64], path[4096];
+	struct stat sb;
+	int rc;
+
+	if (scar_store_file_name(name, sizeof(name), view->iteration) ||
+	    store_path(path, sizeof(path), s->dir, name, NULL))
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
+	rc = scar_ckpt_save(view, path, so, err);
+	if (rc)
+		return rc;
+	*bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+	return 0;
+}
+
+/*
+ * Each rank writes its file of view (its rows) in parallel; once all have
+ * (an agreement is the barrier), rank 0 writes the manifest. *bytes is the
+ * total of the rank files, the same on every rank.
+ */
+static int write_dist(const struct scar_store *s, const struct scar_state *view,
+		      const struct scar_store_write_opts *o, const struct scar_ckpt_save_opts *so,
+		      uint64_t *bytes, struct scar_error *err)
+{
+	const struct scar_store_comm *comm = o->comm;
+	struct scar_store_part mine = { 0, 0, 0 }, *all = NULL;
+	char name[256], path[4096];
+	int rc = 0;
+
+	if (scar_store_rank_file_name(name, sizeof(name), view->iteration, o->rank) ||
+	    store_path(path, sizeof(path), s->dir, name, NULL))
+		rc = scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
+	if (!rc)
+		rc = scar_ckpt_save(view, path, so, err);
+	if (!rc)
+		rc = scar_dist_file_crc(path, &mine.size, &mine.crc32c, err);
+	if ((rc = comm->agree(comm->arg, rc)))
+		return rc;
+	if (o->rank == 0 && !(all = calloc(o->ranks, sizeof(*all))))
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	comm->gather(comm->arg, &mine, all);
+	*bytes = 0;
+	if (o->rank == 0 && !rc) {
+		struct scar_dist_manifest m;
+
+		memset(&m, 0, sizeof(m));
+		snprintf(m.model, sizeof(m.model), "%s", view->model);
+		m.iteration = view->iteration;
+		m.clock = o->clock;
+		m.ranks = o->ranks;
+		m.shards = view->shards;
+		m.partial = o->partial;
+		m.nfiles = o->ranks;
+		m.files = calloc(o->ranks, sizeof(*m.files));
+		if (!m.files)
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		for (uint32_t q = 0; !rc && q < o->ranks; q++) {
+			scar_store_rank_file_name(m.files[q].name, sizeof(m.files[q].name),
+						  view->iteration, q);
+			m.files[q].rank = q;
+			m.files[q].size = all[q].size;
+			m.files[q].crc32c = all[q].crc32c;
+			*bytes += all[q].size;
+		}
+		if (!rc && (scar_store_manifest_name(name, sizeof(name), view->iteration) ||
+			    store_path(path, sizeof(path), s->dir, name, NULL)))
+			rc = scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
+		if (!rc)
+			rc = scar_dist_manifest_write(path, &m, so->sync, err);
+		free(m.files);
+	}
+	free(all);
+	rc = comm->agree(comm->arg, rc);
+	if (!rc)
+		comm->bcast(comm->arg, bytes);
+	return rc;
+}
+
+int scar_store_write(const struct scar_store *s, const struct scar_state *view,
+		     const struct scar_store_write_opts *o, uint64_t *bytes,
+		     struct scar_error *err)
+{
+	struct scar_ckpt_save_opts so;
+
+	scar_ckpt_save_opts_init(&so);
+	so.compress = o->compress;
+	so.sync = o->sync;
+	return o->comm ? write_dist(s, view, o, &so, bytes, err) :
+		write_file(s, view, &so, bytes, err);
+}

@@ -2,10 +2,8 @@
  * train.c - the training loop: checkpoint policies, failures, recovery and
  * iteration cost (see scar/train.h; the semantics are in scar-train(1)).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,24 +67,15 @@ static int is_param(const struct scar_tensor *x)
 
 /* ---- checkpoints ---- */
 
+/* The file of view, ckpt-N.ckpt in the store; *file_bytes its size. */
 static int write_file(struct scar_train_ctx *t, const struct scar_state *s, uint64_t *file_bytes)
 {
-	struct scar_ckpt_save_opts so;
-	char path[4096];
-	struct stat sb;
-	int rc;
+	struct scar_store_write_opts wo = {
+		.compress = t->o->ckpt_compress, .sync = t->o->ckpt_sync,
+		.clock = t->clock, .rank = 0, .ranks = 1, .comm = NULL,
+	};
 
-	scar_ckpt_save_opts_init(&so);
-	so.compress = t->o->ckpt_compress;
-	so.sync = t->o->ckpt_sync;
-	if ((size_t)snprintf(path, sizeof(path), "%s/ckpt-%010llu.ckpt", t->o->ckpt_dir,
-			     (unsigned long long)s->iteration) >= sizeof(path))
-		return scar_error_set(t->err, SCAR_EINVAL, "checkpoint directory name too long");
-	rc = scar_ckpt_save(s, path, &so, t->err);
-	if (rc)
-		return rc;
-	*file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-	return 0;
+	return scar_store_write(&t->store, s, &wo, file_bytes, t->err);
 }
 
 /*

@@ -141,6 +141,44 @@ int scar_store_lock(struct scar_store *s, struct scar_error *err);
 /* Remove the lock file and release the lock; nothing when not held. */
 void scar_store_unlock(struct scar_store *s);
 
+/* A rank file's size and CRC-32C, as the ranks exchange them for the manifest. */
+struct scar_store_part {
+	uint64_t size;
+	uint32_t crc32c, pad;
+};
+
+/*
+ * What the ranks of a distributed writer do together (all collectives,
+ * every rank calls each): agree on the outcome rc (the same on all);
+ * gather every rank's part into all[0..ranks) at rank 0 (all is NULL
+ * elsewhere); give rank 0's *v to every rank.
+ */
+struct scar_store_comm {
+	int (*agree)(void *arg, int rc);
+	void (*gather)(void *arg, const struct scar_store_part *mine, struct scar_store_part *all);
+	void (*bcast)(void *arg, uint64_t *v);
+	void *arg;
+};
+
+struct scar_store_write_opts {
+	int compress, sync;		/* as scar_ckpt_save_opts */
+	uint64_t clock;			/* the trainer's clock, for the manifest */
+	int partial;			/* for the manifest */
+	uint32_t rank, ranks;
+	const struct scar_store_comm *comm;	/* NULL: one process */
+};
+
+/*
+ * Write the checkpoint view: one process (comm NULL) writes it as
+ * ckpt-N.ckpt and *bytes is the file's size; distributed, each rank writes
+ * its view as its rank file, and once every rank has (an agreement), rank
+ * 0 writes the manifest of them all; *bytes is the rank files' total on
+ * every rank.
+ */
+int scar_store_write(const struct scar_store *s, const struct scar_state *view,
+		     const struct scar_store_write_opts *o, uint64_t *bytes,
+		     struct scar_error *err);
+
 #ifdef __cplusplus
 }
 #endif
