@@ -1945,7 +1945,8 @@ static int cmd_apply(int argc, char **argv)
 
 			scar_error_clear(&e);
 			/* Distributed checkpoints count once, as their manifests. */
-			rc = scar_dist_ckpt_list(dir, &ents, &ne, &skipped, &e);
+			rc = scar_store_list(&(struct scar_store){ .dir = dir, .lock = -1 }, 0,
+					     &ents, &ne, &skipped, &e);
 			free(dir);
 			if (rc < 0) {
 				warn_err(argv[i], &e);
@@ -2188,7 +2189,9 @@ static int cmd_ls(int argc, char **argv)
 	dir = dirbuf = trim_dir(argv[optind]);
 
 	scar_error_clear(&e);
-	if (scar_ckpt_list_readable(dir, &ents, &ne, &skipped, &e) < 0) {
+	if (scar_store_list(&(struct scar_store){ .dir = dir, .lock = -1 },
+			    SCAR_STORE_LIST_FILES | SCAR_STORE_LIST_READABLE, &ents, &ne, &skipped,
+			    &e) < 0) {
 		warn_err(dir, &e);
 		free(dirbuf);
 		return EXIT_TROUBLE;

@@ -8,17 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "scar/ckpt.h"
 #include "scar/dist.h"
 #include "scar/file.h"
 #include "scar/shard.h"
+#include "scar/store.h"
 #include "scar/train.h"
+#include "store_internal.h"
 
 uint64_t scar_dist_part_lo(uint64_t n, uint32_t R, uint32_t P)
 {
@@ -37,20 +36,6 @@ double scar_dist_sum_ordered(const double *v, uint32_t P)
 	for (uint32_t i = 1; i < P; i++)
 		s += v[i];
 	return s;
-}
-
-int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t rank)
-{
-	int n = snprintf(buf, len, "ckpt-%010llu.rank-%u.ckpt", (unsigned long long)iteration, rank);
-
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration)
-{
-	int n = snprintf(buf, len, "ckpt-%010llu.manifest", (unsigned long long)iteration);
-
-	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 void scar_dist_manifest_free(struct scar_dist_manifest *m)
@@ -853,212 +838,48 @@ int scar_dist_manifest_load(const char *path, struct scar_state **out, struct sc
 	return manifest_load(path, 0, out, err);
 }
 
-static int ends_with(const char *s, const char *suffix)
+int scar_dist_manifest_load_entry(const char *path, struct scar_state **out,
+				  struct scar_error *err)
 {
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && strcmp(s + a - b, suffix) == 0;
+	return manifest_load(path, SCAR_OPEN_NOFOLLOW, out, err);
 }
 
-/*
- * What a resume from a directory passes over with a warning: damage, an
- * incomplete distributed checkpoint, a file that is gone or not a regular
- * file. Anything else (EIO, no memory) may hide an intact newer
- * checkpoint and stops the resume instead.
- */
-static int passable(int rc, const struct scar_error *e)
+int scar_dist_open_regular(const char *path, int flags, struct scar_error *err)
 {
-	return scar_error_is_damage(rc) || rc == SCAR_ENOTFOUND || rc == SCAR_EMISMATCH ||
-	       (rc == SCAR_EIO && (e->errno_value == ENOENT || e->errno_value == ELOOP));
+	return open_regular(path, flags, err);
 }
 
-/*
- * The checkpoint's own file is gone since readdir: ENOTFOUND for a single
- * file (open_regular); for a manifest that means a rank file is missing, an
- * incomplete checkpoint, while the manifest itself gone is EIO with ENOENT.
- */
-static int gone(int rc, const struct scar_error *e, int manifest)
+/* ---- the directory of checkpoints, now scar/store.h's ---- */
+
+int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t rank)
 {
-	return manifest ? rc == SCAR_EIO && e->errno_value == ENOENT : rc == SCAR_ENOTFOUND;
+	return scar_store_rank_file_name(buf, len, iteration, rank);
 }
 
-struct cand {
-	char *path;
-	uint64_t iteration;
-	int manifest, partial;
-};
-
-/* Newest first; on a tie a single file before a manifest, then by path, last first. */
-static int cand_cmp(const void *a, const void *b)
+int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration)
 {
-	const struct cand *x = a, *y = b;
-
-	if (x->iteration != y->iteration)
-		return x->iteration > y->iteration ? -1 : 1;
-	if (x->manifest != y->manifest)
-		return x->manifest - y->manifest;
-	return -strcmp(x->path, y->path);
+	return scar_store_manifest_name(buf, len, iteration);
 }
 
-/* Header and metadata of a single-file checkpoint, without hanging on what is not a file. */
-static int probe_file(const char *p, struct cand *c, struct scar_error *err)
+int scar_dist_is_rank_file(const char *path)
 {
-	struct scar_ckpt_reader *r;
-	int fd = open_regular(p, 0, err), rc;
-
-	if (fd < 0)
-		return fd;
-	if (!(rc = scar_ckpt_reader_open_fd(&r, fd, p, err))) {
-		c->iteration = scar_ckpt_reader_info(r)->iteration;
-		c->partial = scar_ckpt_reader_info(r)->partial;
-		scar_ckpt_reader_close(r);
-	}
-	close(fd);
-	return rc;
+	return scar_store_is_rank_file(path);
 }
 
-static int load_file(const char *p, struct scar_state **out, struct scar_error *err)
+int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			size_t *skipped, struct scar_error *err)
 {
-	int fd = open_regular(p, 0, err), rc;
+	struct scar_store s;
 
-	if (fd < 0)
-		return fd;
-	rc = scar_ckpt_load_fd(fd, p, out, err);
-	close(fd);
-	return rc;
-}
-
-static int resume_dir(const char *path, struct scar_state **out, size_t *skipped,
-		      char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
-		      struct scar_error *err)
-{
-	struct cand *v = NULL;
-	size_t n = 0, bad = 0;
-	struct scar_error e2;
-	struct dirent *de;
-	DIR *d;
-	int rc = 0, found = 0;
-
-	if (!(d = opendir(path)))
-		return scar_error_set_errno(err, errno, path, "cannot open directory '%s'", path);
-	while ((errno = 0, de = readdir(d))) {
-		struct cand c = { NULL, 0, 0, 0 };
-		struct cand *nv;
-
-		if (de->d_name[0] == '.')
-			continue;
-		c.manifest = ends_with(de->d_name, ".manifest");
-		if (!c.manifest && (!ends_with(de->d_name, ".ckpt") ||
-				    scar_dist_is_rank_file(de->d_name)))
-			continue;
-		if (!(c.path = malloc(strlen(path) + strlen(de->d_name) + 2))) {
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			break;
-		}
-		sprintf(c.path, "%s/%s", path, de->d_name);
-		scar_error_clear(&e2);
-		if (c.manifest) {
-			struct scar_dist_manifest *m;
-
-			if (!(rc = read_manifest(c.path, SCAR_OPEN_NOFOLLOW, &m, &e2))) {
-				c.iteration = m->iteration;
-				c.partial = m->partial;
-				scar_dist_manifest_free(m);
-			}
-		} else {
-			rc = probe_file(c.path, &c, &e2);
-		}
-		if (rc) {
-			if (!passable(rc, &e2)) {
-				if (err)
-					*err = e2;
-				free(c.path);
-				break;
-			}
-			/* A file removed since readdir is simply gone (another run pruning). */
-			if (!gone(rc, &e2, c.manifest)) {
-				bad++;
-				if (skip)
-					skip(arg, c.path, &e2);
-			}
-			rc = 0;
-			free(c.path);
-			continue;
-		}
-		if (!(nv = realloc(v, (n + 1) * sizeof(*v)))) {
-			free(c.path);
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			break;
-		}
-		v = nv;
-		v[n++] = c;
-	}
-	if (!rc && errno)
-		rc = scar_error_set_errno(err, errno, path, "cannot read directory '%s'", path);
-	closedir(d);
-	if (!rc && n)
-		qsort(v, n, sizeof(*v), cand_cmp);
-	/* Newest first: a damaged or incomplete newest checkpoint gives way to an older one. */
-	for (size_t i = 0; !rc && !found && i < n; i++) {
-		if (v[i].partial)
-			continue;	/* no worker state: scar_train_resume_scan reports these */
-		scar_error_clear(&e2);
-		rc = v[i].manifest ? manifest_load(v[i].path, SCAR_OPEN_NOFOLLOW, out, &e2) :
-			load_file(v[i].path, out, &e2);
-		/* intact is not enough: its configuration must be one the model takes */
-		if (!rc && (rc = scar_train_check_resume(*out, NULL, &e2))) {
-			scar_state_free(*out);
-			*out = NULL;
-		}
-		if (!rc) {
-			found = 1;
-			if (used_path)
-				snprintf(used_path, used_len, "%s", v[i].path);
-			break;
-		}
-		if (!passable(rc, &e2)) {
-			if (err)
-				*err = e2;
-			break;
-		}
-		if (!gone(rc, &e2, v[i].manifest)) {
-			bad++;
-			if (skip)
-				skip(arg, v[i].path, &e2);
-		}
-		rc = 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		free(v[i].path);
-	free(v);
-	if (skipped)
-		*skipped = bad;
-	if (rc)
-		return rc;
-	if (!found)
-		return scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1,
-					 "no complete full checkpoint in directory '%s'%s", path,
-					 bad ? " (every one is damaged or incomplete)" : "");
-	return 0;
+	scar_store_init(&s, dir);
+	return scar_store_list(&s, 0, out, n, skipped, err);
 }
 
 int scar_dist_resume_load(const char *path, struct scar_state **out, size_t *skipped,
 			  char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
 			  struct scar_error *err)
 {
-	struct stat sb;
-
-	*out = NULL;
-	if (skipped)
-		*skipped = 0;
-	if (strcmp(path, "-") != 0 && ends_with(path, ".manifest")) {
-		if (used_path)
-			snprintf(used_path, used_len, "%s", path);
-		return scar_dist_manifest_load(path, out, err);
-	}
-	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return scar_train_load_resume(path, out, skipped, used_path, used_len, err);
-	return resume_dir(path, out, skipped, used_path, used_len, skip, arg, err);
+	return scar_store_resume_load(path, out, skipped, used_path, used_len, skip, arg, err);
 }
 
 int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
@@ -1067,248 +888,22 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 	return scar_dist_resume_load(path, out, skipped, used_path, used_len, NULL, NULL, err);
 }
 
-int scar_dist_is_rank_file(const char *path)
-{
-	const char *b = strrchr(path, '/'), *r, *p;
-
-	b = b ? b + 1 : path;
-	if (!(r = strstr(b, ".rank-")))
-		return 0;
-	while ((p = strstr(r + 1, ".rank-")))
-		r = p;
-	p = r + 6;
-	if (*p < '0' || *p > '9')
-		return 0;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return strcmp(p, ".ckpt") == 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct scar_ckpt_entry *x = a, *y = b;
-
-	if (x->iteration != y->iteration)
-		return x->iteration < y->iteration ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
-int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
-			size_t *skipped, struct scar_error *err)
-{
-	struct scar_ckpt_entry *v = NULL;
-	size_t cnt = 0, skip = 0, k = 0, rank_listed = 0, rank_files = 0;
-	struct dirent *de;
-	DIR *d;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if (skipped)
-		*skipped = 0;
-	if ((rc = scar_ckpt_list(dir, &v, &cnt, &skip, err)))
-		return rc;
-	for (size_t i = 0; i < cnt; i++) {
-		if (scar_dist_is_rank_file(v[i].path)) {
-			free(v[i].path);
-			rank_listed++;
-		} else
-			v[k++] = v[i];
-	}
-	cnt = k;
-	if (!(d = opendir(dir))) {
-		rc = scar_error_set_errno(err, errno, dir, "cannot open directory '%s'", dir);
-		goto out;
-	}
-	while ((errno = 0, de = readdir(d))) {
-		struct scar_dist_manifest *m = NULL;
-		struct scar_ckpt_entry *nv;
-		struct stat sb;
-		char *p;
-
-		if (de->d_name[0] == '.')
-			continue;
-		/* A damaged rank file is its manifest's damage, not one more. */
-		if (scar_dist_is_rank_file(de->d_name))
-			rank_files++;
-		if (!ends_with(de->d_name, ".manifest"))
-			continue;
-		if (!(p = malloc(strlen(dir) + strlen(de->d_name) + 2))) {
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			break;
-		}
-		sprintf(p, "%s/%s", dir, de->d_name);
-		/* Never through a link, never a FIFO: what the directory holds itself. */
-		if (lstat(p, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-		    read_manifest(p, SCAR_OPEN_NOFOLLOW, &m, NULL) ||
-		    scar_dist_manifest_verify(p, m, NULL)) {
-			scar_dist_manifest_free(m);
-			free(p);
-			skip++;
-			continue;
-		}
-		if (!(nv = realloc(v, (cnt + 1) * sizeof(*v)))) {
-			scar_dist_manifest_free(m);
-			free(p);
-			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-			break;
-		}
-		v = nv;
-		v[cnt].path = p;
-		v[cnt].iteration = m->iteration;
-		v[cnt].partial = m->partial;
-		v[cnt].size = (uint64_t)sb.st_size;
-		for (size_t i = 0; i < m->nfiles; i++)
-			v[cnt].size += m->files[i].size;
-		cnt++;
-		scar_dist_manifest_free(m);
-	}
-	if (!rc && errno)
-		rc = scar_error_set_errno(err, errno, dir, "cannot read directory '%s'", dir);
-	closedir(d);
-	if (rank_files > rank_listed)
-		skip -= rank_files - rank_listed < skip ? rank_files - rank_listed : skip;
-out:
-	if (rc) {
-		scar_ckpt_list_free(v, cnt);
-		return rc;
-	}
-	if (cnt)
-		qsort(v, cnt, sizeof(*v), entry_cmp);
-	*out = v;
-	*n = cnt;
-	if (skipped)
-		*skipped = skip;
-	return 0;
-}
-
-/* ---- one writer per checkpoint directory ---- */
-
-/* The pid a lock file holds, 0 when it says none (yet). */
-static long lock_holder(int fd)
-{
-	for (int tries = 0; tries < 50; tries++) {
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		char buf[32];
-		ssize_t r = pread(fd, buf, sizeof(buf) - 1, 0);
-
-		if (r > 0) {
-			buf[r] = '\0';
-			return strtol(buf, NULL, 10);
-		}
-		nanosleep(&ts, NULL);	/* the holder writes its pid just after taking the lock */
-	}
-	return 0;
-}
-
-/*
- * Temporaries of checkpoints (.ckpt-*.ckpt.tmp.*, scar_ckpt_save) and
- * manifests (.ckpt-*.manifest.tmp.*, likewise) that a killed writer left. Called
- * holding the directory's lock, so no live writer owns any: every writer
- * holds the lock while it writes. Files modified after the lock was taken
- * are spared all the same. Best effort: a temporary that cannot be removed
- * is only clutter, never read.
- */
-static void remove_stale_temps(const char *dir, const struct timespec *start)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[4096];
-		struct stat sb;
-
-		if (strncmp(de->d_name, ".ckpt-", 6) != 0 ||
-		    (!strstr(de->d_name, ".ckpt.tmp.") && !strstr(de->d_name, ".manifest.tmp.")))
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
-			continue;
-		if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    (sb.st_mtim.tv_sec < start->tv_sec ||
-		     (sb.st_mtim.tv_sec == start->tv_sec && sb.st_mtim.tv_nsec < start->tv_nsec)))
-			unlink(path);
-	}
-	closedir(d);
-}
-
 int scar_dist_dir_lock(const char *dir, int *fd_out, struct scar_error *err)
 {
-	char path[4096], pid[32];
-	struct timespec start;
-	int fd = -1, n;
+	struct scar_store s;
+	int rc;
 
-	*fd_out = -1;
-	clock_gettime(CLOCK_REALTIME, &start);
-	if ((size_t)snprintf(path, sizeof(path), "%s/" SCAR_DIST_LOCK_NAME, dir) >= sizeof(path))
-		return scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
-	/* The file may be unlinked by a holder that is done: lock the file the name still names. */
-	for (int tries = 0;; tries++) {
-		struct stat a, b;
-
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-		if (fd < 0)
-			return scar_error_set_errno(err, errno, path, "cannot open the lock file '%s'",
-						    path);
-		if (fstat(fd, &a) < 0 || !S_ISREG(a.st_mode)) {
-			close(fd);
-			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
-						 "the lock file '%s' is not a regular file", path);
-		}
-		/* A hard link to some other file: writing the pid would overwrite that file. */
-		if (a.st_nlink > 1) {
-			close(fd);
-			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
-						 "the lock file '%s' has %lu links: not writing into a file that has other names",
-						 path, (unsigned long)a.st_nlink);
-		}
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			int e = errno;
-			long holder;
-
-			if (e != EWOULDBLOCK && e != EINTR) {
-				close(fd);
-				return scar_error_set_errno(err, e, path, "cannot lock '%s'", path);
-			}
-			holder = lock_holder(fd);
-			close(fd);
-			if (holder > 0)
-				return scar_error_set_at(err, SCAR_EIO, dir, -1, -1,
-							 "checkpoint directory '%s' is in use by another run (pid %ld holds '%s')",
-							 dir, holder, path);
-			return scar_error_set_at(err, SCAR_EIO, dir, -1, -1,
-						 "checkpoint directory '%s' is in use by another run (it holds '%s')",
-						 dir, path);
-		}
-		if (stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-			break;
-		close(fd);
-		if (tries == 100)
-			return scar_error_set_at(err, SCAR_EIO, path, -1, -1,
-						 "cannot lock '%s': it keeps being replaced", path);
-	}
-	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
-		int e = errno;
-
-		unlink(path);
-		close(fd);
-		return scar_error_set_errno(err, e, path, "cannot write the lock file '%s'", path);
-	}
-	remove_stale_temps(dir, &start);
-	*fd_out = fd;
-	return 0;
+	scar_store_init(&s, dir);
+	rc = scar_store_lock(&s, err);
+	*fd_out = s.lock;
+	return rc;
 }
 
 void scar_dist_dir_unlock(const char *dir, int fd)
 {
-	char path[4096];
+	struct scar_store s;
 
-	if (fd < 0)
-		return;
-	/* Removed while still held: a writer that opened it meanwhile sees it replaced and retries. */
-	if ((size_t)snprintf(path, sizeof(path), "%s/" SCAR_DIST_LOCK_NAME, dir) < sizeof(path))
-		unlink(path);
-	close(fd);
+	scar_store_init(&s, dir);
+	s.lock = fd;
+	scar_store_unlock(&s);
 }

@@ -314,70 +314,38 @@ static int priorities(struct scar_train_ctx *c, size_t ti, double *pv)
 	return sync_table(t, pv, rows, 1);
 }
 
+/* The ranks' part of a checkpoint's writing (struct scar_store_comm). */
+static int store_agree(void *arg, int rc)
+{
+	return agree(arg, rc);
+}
+
+static void store_gather(void *arg, const struct scar_store_part *mine, struct scar_store_part *all)
+{
+	MPI_Gather(mine, (int)sizeof(*mine), MPI_BYTE, all, (int)sizeof(*mine), MPI_BYTE, 0,
+		   MPI_COMM_WORLD);
+}
+
+static void store_bcast(void *arg, uint64_t *v)
+{
+	MPI_Bcast(v, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+}
+
 /*
- * Each rank writes its file of view (its rows) in parallel; once all have
- * (an agreement is the barrier), rank 0 writes the manifest. *bytes is the
- * total of the rank files, the same on every rank.
+ * Each rank writes its file of view (its rows) in parallel; once all have,
+ * rank 0 writes the manifest (scar_store_write). *bytes is the total of the
+ * rank files, the same on every rank.
  */
 static int write_dist(struct dt *t, const struct scar_state *view, int partial, uint64_t *bytes)
 {
-	struct scar_ckpt_save_opts so;
-	struct { uint64_t size; uint32_t crc, pad; } mine = { 0, 0, 0 }, *all = NULL;
-	char name[256], path[4096];
-	int rc = 0;
+	const struct scar_store_comm comm = { store_agree, store_gather, store_bcast, t };
+	struct scar_store_write_opts wo = {
+		.compress = t->c.o->ckpt_compress, .sync = t->c.o->ckpt_sync,
+		.clock = t->c.clock, .partial = partial, .rank = t->c.R, .ranks = t->c.P,
+		.comm = &comm,
+	};
 
-	scar_ckpt_save_opts_init(&so);
-	so.compress = t->c.o->ckpt_compress;
-	so.sync = t->c.o->ckpt_sync;
-	if (scar_dist_rank_file_name(name, sizeof(name), view->iteration, t->c.R) ||
-	    (size_t)snprintf(path, sizeof(path), "%s/%s", t->c.o->ckpt_dir, name) >= sizeof(path))
-		rc = scar_error_set(t->c.err, SCAR_EINVAL, "checkpoint directory name too long");
-	if (!rc)
-		rc = scar_ckpt_save(view, path, &so, t->c.err);
-	if (!rc)
-		rc = scar_dist_file_crc(path, &mine.size, &mine.crc, t->c.err);
-	if ((rc = agree(t, rc)))
-		return rc;
-	if (t->c.R == 0 && !(all = calloc(t->c.P, sizeof(*all))))
-		rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-	MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, 0,
-		   MPI_COMM_WORLD);
-	*bytes = 0;
-	if (t->c.R == 0 && !rc) {
-		struct scar_dist_manifest m;
-
-		memset(&m, 0, sizeof(m));
-		snprintf(m.model, sizeof(m.model), "%s", view->model);
-		m.iteration = view->iteration;
-		m.clock = t->c.clock;
-		m.ranks = t->c.P;
-		m.shards = view->shards;
-		m.partial = partial;
-		m.nfiles = t->c.P;
-		m.files = calloc(t->c.P, sizeof(*m.files));
-		if (!m.files)
-			rc = scar_error_set(t->c.err, SCAR_ENOMEM, "out of memory");
-		for (uint32_t q = 0; !rc && q < t->c.P; q++) {
-			scar_dist_rank_file_name(m.files[q].name, sizeof(m.files[q].name),
-						 view->iteration, q);
-			m.files[q].rank = q;
-			m.files[q].size = all[q].size;
-			m.files[q].crc32c = all[q].crc;
-			*bytes += all[q].size;
-		}
-		if (!rc && (scar_dist_manifest_name(name, sizeof(name), view->iteration) ||
-			    (size_t)snprintf(path, sizeof(path), "%s/%s", t->c.o->ckpt_dir, name) >=
-			    sizeof(path)))
-			rc = scar_error_set(t->c.err, SCAR_EINVAL, "checkpoint directory name too long");
-		if (!rc)
-			rc = scar_dist_manifest_write(path, &m, so.sync, t->c.err);
-		free(m.files);
-	}
-	free(all);
-	rc = agree(t, rc);
-	if (!rc)
-		MPI_Bcast(bytes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-	return rc;
+	return scar_store_write(&t->c.store, view, &wo, bytes, t->c.err);
 }
 
 /*

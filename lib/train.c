@@ -2,17 +2,15 @@
  * train.c - the training loop: checkpoint policies, failures, recovery and
  * iteration cost (see scar/train.h; the semantics are in scar-train(1)).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "scar/ckpt.h"
-#include "scar/dist.h"
 #include "scar/events.h"
 #include "scar/model.h"
+#include "scar/store.h"
 #include "scar/train.h"
 #include "train_internal.h"
 
@@ -69,24 +67,15 @@ static int is_param(const struct scar_tensor *x)
 
 /* ---- checkpoints ---- */
 
+/* The file of view, ckpt-N.ckpt in the store; *file_bytes its size. */
 static int write_file(struct scar_train_ctx *t, const struct scar_state *s, uint64_t *file_bytes)
 {
-	struct scar_ckpt_save_opts so;
-	char path[4096];
-	struct stat sb;
-	int rc;
+	struct scar_store_write_opts wo = {
+		.compress = t->o->ckpt_compress, .sync = t->o->ckpt_sync,
+		.clock = t->clock, .rank = 0, .ranks = 1, .comm = NULL,
+	};
 
-	scar_ckpt_save_opts_init(&so);
-	so.compress = t->o->ckpt_compress;
-	so.sync = t->o->ckpt_sync;
-	if ((size_t)snprintf(path, sizeof(path), "%s/ckpt-%010llu.ckpt", t->o->ckpt_dir,
-			     (unsigned long long)s->iteration) >= sizeof(path))
-		return scar_error_set(t->err, SCAR_EINVAL, "checkpoint directory name too long");
-	rc = scar_ckpt_save(s, path, &so, t->err);
-	if (rc)
-		return rc;
-	*file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-	return 0;
+	return scar_store_write(&t->store, s, &wo, file_bytes, t->err);
 }
 
 /*
@@ -249,16 +238,17 @@ out:
 int scar_train_run(const struct scar_train_opts *o, struct scar_train_result *res,
 		   struct scar_error *err)
 {
-	int rc, lock = -1;
+	struct scar_store store;
+	int rc;
 
 	/* One writer per directory; holding the lock, the temporaries of dead writers go. */
-	if (o->ckpt_dir && (rc = scar_dist_dir_lock(o->ckpt_dir, &lock, err))) {
+	scar_store_init(&store, o->ckpt_dir);
+	if (o->ckpt_dir && (rc = scar_store_lock(&store, err))) {
 		memset(res, 0, sizeof(*res));
 		return rc;
 	}
 	rc = train_core(o, res, err, NULL, NULL);
-	if (o->ckpt_dir)
-		scar_dist_dir_unlock(o->ckpt_dir, lock);
+	scar_store_unlock(&store);
 	return rc;
 }
 
@@ -305,85 +295,13 @@ json_t *scar_train_reference_from_events(const json_t *const *records, size_t n,
 int scar_train_load_resume(const char *path, struct scar_state **out, size_t *skipped,
 			   char *used_path, size_t used_len, struct scar_error *err)
 {
-	struct scar_ckpt_entry *ents = NULL;
-	struct stat sb;
-	size_t n = 0, bad = 0;
-	int rc;
-
-	*out = NULL;
-	if (skipped)
-		*skipped = 0;
-	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-		if (used_path)
-			snprintf(used_path, used_len, "%s", path);
-		return strcmp(path, "-") == 0 ? scar_ckpt_load_fd(0, "-", out, err) :
-			scar_ckpt_load(path, out, err);
-	}
-	if ((rc = scar_ckpt_list(path, &ents, &n, &bad, err)))
-		return rc;
-	rc = scar_error_set_at(err, SCAR_ENOTFOUND, path, -1, -1,
-			       "no complete full checkpoint in directory '%s'", path);
-	/* Newest first: a damaged newest checkpoint is skipped for the previous good one. */
-	for (size_t i = n; i-- > 0;) {
-		struct scar_error e2;
-
-		if (ents[i].partial)
-			continue;
-		scar_error_clear(&e2);
-		if (scar_ckpt_load(ents[i].path, out, &e2) == 0) {
-			if (used_path)
-				snprintf(used_path, used_len, "%s", ents[i].path);
-			rc = 0;
-			break;
-		}
-		/*
-		 * Only damage is skipped: an intact newest checkpoint that could
-		 * not be read (EIO, no memory) must not silently cost the
-		 * iterations since the one before. A file removed since the
-		 * listing (another run pruning) is simply gone.
-		 */
-		if (!scar_error_is_damage(e2.code) &&
-		    !(e2.code == SCAR_EIO && e2.errno_value == ENOENT)) {
-			if (err)
-				*err = e2;
-			rc = e2.code;
-			break;
-		}
-		bad++;
-	}
-	if (skipped)
-		*skipped = bad;
-	scar_ckpt_list_free(ents, n);
-	return rc;
+	return scar_store_load_single(path, out, skipped, used_path, used_len, err);
 }
 
 int scar_train_resume_scan(const char *path, const struct scar_state *st, size_t damaged,
 			   struct scar_train_resume_info *info, struct scar_error *err)
 {
-	struct scar_ckpt_entry *v = NULL;
-	struct stat sb;
-	size_t n = 0;
-	int rc;
-
-	memset(info, 0, sizeof(*info));
-	info->iter = info->newest_iter = st->iteration;
-	info->damaged = damaged;
-	if (strcmp(path, "-") == 0 || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return 0;
-	/* Manifests too: the ranks of an MPI run write one per checkpoint. */
-	if ((rc = scar_dist_ckpt_list(path, &v, &n, NULL, err)))
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].iteration > info->newest_iter)
-			info->newest_iter = v[i].iteration;
-		if (v[i].iteration <= st->iteration || !v[i].partial)
-			continue;
-		if (!info->newer_partial++)
-			info->first_partial = v[i].iteration;
-		info->last_partial = v[i].iteration;	/* the list is by iteration */
-	}
-	scar_ckpt_list_free(v, n);
-	return 0;
+	return scar_store_resume_scan(path, st, damaged, info, err);
 }
 
 int scar_train_saved_schedule(const struct scar_state *st, struct scar_train_schedule *out,

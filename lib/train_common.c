@@ -38,6 +38,7 @@ void scar_train_ctx_init(struct scar_train_ctx *c, const struct scar_train_opts 
 	c->res = res;
 	c->err = err;
 	c->t0 = scar_train_now();
+	scar_store_init(&c->store, o->ckpt_dir);
 	c->def = scar_model_find(o->resume ? o->resume->model : o->model);
 }
 
@@ -507,104 +508,6 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 	return rec;
 }
 
-/*
- * Whether path is a checkpoint the trainer wrote at iteration it (ckpt-N.ckpt,
- * or ckpt-N.manifest of MPI ranks): the saved view is made of those, not of a
- * final state someone saved into the directory, which no policy wrote.
- */
-static int policy_file(const char *path, uint64_t it)
-{
-	const char *base = strrchr(path, '/');
-	char one[64], ranks[64];
-
-	base = base ? base + 1 : path;
-	snprintf(one, sizeof(one), "ckpt-%010llu.ckpt", (unsigned long long)it);
-	snprintf(ranks, sizeof(ranks), "ckpt-%010llu.manifest", (unsigned long long)it);
-	return strcmp(base, one) == 0 || strcmp(base, ranks) == 0;
-}
-
-static int load_entry(const struct scar_ckpt_entry *e, struct scar_state **s, struct scar_error *err)
-{
-	size_t len = strlen(e->path);
-
-	return len > 9 && strcmp(e->path + len - 9, ".manifest") == 0 ?
-		scar_dist_manifest_load(e->path, s, err) : scar_ckpt_load(e->path, s, err);
-}
-
-/*
- * The saved view and the base of full recovery after a resume, as the run
- * had them at the resumed state's iteration k: the newest full checkpoint
- * the policy wrote at or before k, then its partial checkpoints after that
- * up to k, in order. Newer checkpoints play no part; without a directory,
- * or without a full checkpoint at or before k in it, both stay the resumed
- * state.
- */
-static int rebuild_saved_view(struct scar_train_ctx *c)
-{
-	struct scar_ckpt_entry *v = NULL;
-	struct scar_state *s = NULL;
-	uint64_t k = c->st->iteration, it = c->saved->iteration;
-	size_t nv = 0, base = 0;
-	int rc, have = 0;
-
-	if (!c->o->ckpt_dir)
-		return 0;
-	/* Manifests too: one process may resume what P ranks wrote. */
-	if ((rc = scar_dist_ckpt_list(c->o->ckpt_dir, &v, &nv, NULL, c->err)))
-		return rc;
-	for (size_t i = 0; i < nv && v[i].iteration <= k; i++)
-		if (!v[i].partial && policy_file(v[i].path, v[i].iteration)) {
-			base = i;
-			have = 1;
-		}
-	if (!have)
-		goto out;
-	if ((rc = load_entry(&v[base], &s, c->err)))
-		goto out;
-	if (strcmp(s->model, c->st->model) || s->shards != c->st->shards ||
-	    s->ntensors != c->st->ntensors) {
-		rc = scar_error_set_at(c->err, SCAR_EMISMATCH, v[base].path, -1, -1,
-				       "checkpoint '%s' is not of the resumed run (model, shards or tensors differ)",
-				       v[base].path);
-		goto out;
-	}
-	for (size_t t = 0; t < s->ntensors; t++)
-		if (strcmp(s->tensors[t]->name, c->st->tensors[t]->name) ||
-		    !scar_tensor_same_layout(s->tensors[t], c->st->tensors[t]) ||
-		    s->tensors[t]->role != c->st->tensors[t]->role) {
-			rc = scar_error_set_at(c->err, SCAR_EMISMATCH, v[base].path, -1, -1,
-					       "checkpoint '%s' tensor '%s' is not the resumed run's",
-					       v[base].path, s->tensors[t]->name);
-			goto out;
-		}
-	/* A full checkpoint replaces the view outright. */
-	for (size_t t = 0; t < s->ntensors; t++)
-		if (is_param(s->tensors[t]))
-			memcpy(c->saved->tensors[t]->data, s->tensors[t]->data,
-			       scar_tensor_bytes(s->tensors[t]));
-	/* Older than k: the run's last full checkpoint was it, not the resumed state. */
-	if (v[base].iteration < k) {
-		scar_state_free(c->last_full);
-		c->last_full = s;
-		s = NULL;
-	}
-	c->saved->iteration = v[base].iteration;
-	for (size_t i = base + 1; i < nv && v[i].iteration <= k; i++) {
-		if (!v[i].partial || !policy_file(v[i].path, v[i].iteration))
-			continue;
-		scar_state_free(s);
-		s = NULL;
-		if ((rc = load_entry(&v[i], &s, c->err)) ||
-		    (rc = scar_ckpt_apply(c->saved, s, c->err)))
-			break;
-	}
-out:
-	c->saved->iteration = it;
-	scar_state_free(s);
-	scar_ckpt_list_free(v, nv);
-	return rc;
-}
-
 /* ---- failures and recovery ---- */
 
 /*
@@ -905,9 +808,10 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	if (!o->resume)
 		return (rc = agree(c, record_iteration(c, 0, 1))) ? rc :
 			agree(c, c->ops->checkpoint(c, 1));
+	/* The saved view and full recovery's base as the run had them at the resumed iteration. */
 	rc = scar_state_clone(&c->last_full, c->st, c->err);
 	if (!rc)
-		rc = rebuild_saved_view(c);
+		rc = scar_store_saved_view(&c->store, c->st, c->saved, &c->last_full, c->err);
 	if ((rc = agree(c, rc)))
 		return rc;
 	/* Objectives before the resume point are unknown; pad so clocks index. */

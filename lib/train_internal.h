@@ -15,6 +15,7 @@
 
 #include "scar/error.h"
 #include "scar/model.h"
+#include "scar/store.h"
 #include "scar/tensor.h"
 #include "scar/train.h"
 
@@ -100,6 +101,7 @@ struct scar_train_ctx {
 	struct scar_state *st;		/* live state */
 	struct scar_state *saved;	/* saved view: param rows as last checkpointed */
 	struct scar_state *last_full;	/* the last full checkpoint, whole */
+	struct scar_store store;	/* o->ckpt_dir (dir NULL without one); the lock is the run's */
 	uint32_t P, R;			/* ranks and this rank */
 	int dist;			/* the MPI trainer: events add its fields (scar-mpi(7)) */
 	uint64_t comm_total;		/* dist: all ranks' bytes sent, for the summary */

@@ -37,6 +37,7 @@
 
 #include "scar/ckpt.h"
 #include "scar/error.h"
+#include "scar/store.h"
 #include "scar/tensor.h"
 #include "scar/train.h"
 
@@ -47,7 +48,7 @@ extern "C" {
 #define SCAR_DIST_MANIFEST_FORMAT "scar-dist-manifest"
 #define SCAR_DIST_MANIFEST_VERSION 2	/* 2: ends in a checksum member; 1 is refused */
 #define SCAR_DIST_MANIFEST_MAX (16u << 20)	/* bytes a manifest may have */
-#define SCAR_DIST_LOCK_NAME ".scar.lock"	/* the writer's lock in a checkpoint directory */
+#define SCAR_DIST_LOCK_NAME SCAR_STORE_LOCK_NAME	/* the writer's lock in a checkpoint directory */
 
 /* Rank that owns shard s when there are P ranks (P >= 1). */
 static inline uint32_t scar_dist_shard_owner(uint32_t s, uint32_t P)
@@ -93,7 +94,10 @@ struct scar_dist_manifest {
 	struct scar_dist_file *files;	/* owned */
 };
 
-/* "ckpt-NNNNNNNNNN.rank-R.ckpt" and "ckpt-NNNNNNNNNN.manifest" into buf; -1 when too long. */
+/*
+ * "ckpt-NNNNNNNNNN.rank-R.ckpt" and "ckpt-NNNNNNNNNN.manifest" into buf; -1 when too long
+ * (wrappers of scar_store_rank_file_name and scar_store_manifest_name).
+ */
 int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t rank);
 int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration);
 
@@ -161,9 +165,9 @@ int scar_dist_manifest_load(const char *path, struct scar_state **out, struct sc
  * skip(arg, path, why) is called for each and *skipped counts them. An I/O
  * error that may hide an intact newer checkpoint is returned instead;
  * SCAR_ENOTFOUND when no full checkpoint loads. Anything else goes to
- * scar_train_load_resume.
+ * scar_train_load_resume. (A wrapper of scar_store_resume_load.)
  */
-typedef void (*scar_dist_skip_fn)(void *arg, const char *path, const struct scar_error *why);
+typedef scar_store_skip_fn scar_dist_skip_fn;
 int scar_dist_resume_load(const char *path, struct scar_state **out, size_t *skipped,
 			  char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
 			  struct scar_error *err);
@@ -179,7 +183,7 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
  * message naming the holder's pid. Holding it, remove the temporaries
  * killed writers left (.ckpt-*.ckpt.tmp.*, .ckpt-*.manifest.tmp.*): no
  * live writer owns them. Readers take no lock. *fd is the lock's
- * descriptor (close-on-exec).
+ * descriptor (close-on-exec). Wrappers of scar_store_lock and scar_store_unlock.
  */
 int scar_dist_dir_lock(const char *dir, int *fd, struct scar_error *err);
 /* Remove the lock file and release the lock; fd < 0 does nothing. */
@@ -196,7 +200,7 @@ int scar_dist_is_rank_file(const char *path);
  * never listed, also not those of a checkpoint whose manifest is missing
  * (a crash before it was written); a manifest that cannot be read or is
  * incomplete (scar_dist_manifest_verify) counts in *skipped, as a damaged
- * single file does. Free with scar_ckpt_list_free.
+ * single file does. Free with scar_ckpt_list_free. (scar_store_list without flags.)
  */
 int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
 			size_t *skipped, struct scar_error *err);
