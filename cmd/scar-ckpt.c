@@ -253,115 +253,6 @@ static const char *kind_name(int partial)
 	return partial ? "partial" : "full";
 }
 
-/* ---- output files: temporary file + rename, or stdout ---- */
-
-/* Nonzero unless path exists and is not a regular file (a device, a FIFO). */
-static int is_regular_target(const char *path)
-{
-	struct stat sb;
-
-	return stat(path, &sb) != 0 || S_ISREG(sb.st_mode);
-}
-
-struct outfile {
-	FILE *f;
-	const char *path;
-	char *tmp;
-};
-
-static void out_open(struct outfile *o, const char *path)
-{
-	struct scar_error e;
-	int fd;
-
-	o->path = path;
-	o->tmp = NULL;
-	if (cli_is_stdio(path)) {
-		o->f = stdout;
-		return;
-	}
-	if (!is_regular_target(path)) {
-		/* /dev/null, a FIFO: write to it; renaming over it would be wrong. */
-		o->f = fopen(path, "wb");
-		if (!o->f)
-			cli_die("cannot open '%s': %s", path, strerror(errno));
-		return;
-	}
-	/* The library's temporary: the mode of the file replaced, removed on a signal. */
-	scar_error_clear(&e);
-	fd = scar_tmp_create(path, &o->tmp, &e);
-	if (fd < 0)
-		cli_die_error(&e);
-	o->f = fdopen(fd, "wb");
-	if (!o->f)
-		cli_die("cannot open '%s': %s", path, strerror(errno));
-}
-
-/* fsync the directory holding path, so that a rename into it is durable. */
-static int sync_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int fd, rc = 0;
-
-	if (slash == path)
-		dir = strdup("/");
-	else if (slash)
-		dir = strndup(path, (size_t)(slash - path));
-	else
-		dir = strdup(".");
-	if (!dir)
-		cli_die("out of memory");
-	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	/* Some file systems cannot sync a directory (EINVAL); nothing to report. */
-	if (fd >= 0 && fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-		cli_warn("cannot sync directory '%s': %s", dir, strerror(errno));
-		rc = -1;
-	}
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return rc;
-}
-
-/* Finish: rename into place, or remove the temporary file when ok is 0. */
-static int out_close(struct outfile *o, int ok)
-{
-	if (o->f == stdout) {
-		cli_flush_stdout();
-		return ok ? 0 : -1;
-	}
-	if (!o->tmp) {
-		if (fclose(o->f) != 0 && ok) {
-			cli_warn("cannot write '%s': %s", o->path, strerror(errno));
-			ok = 0;
-		}
-		return ok ? 0 : -1;
-	}
-	if (fflush(o->f) != 0 || ferror(o->f)) {
-		if (ok)
-			cli_warn("cannot write '%s': %s", o->path, strerror(errno));
-		ok = 0;
-	}
-	/* Data on disk before the name points at it, as scar_ckpt_save does. */
-	if (ok && fsync(fileno(o->f)) != 0) {
-		cli_warn("cannot sync '%s': %s", o->path, strerror(errno));
-		ok = 0;
-	}
-	if (fclose(o->f) != 0 && ok) {
-		cli_warn("cannot write '%s': %s", o->path, strerror(errno));
-		ok = 0;
-	}
-	if (ok && rename(o->tmp, o->path) != 0) {
-		cli_warn("cannot rename to '%s': %s", o->path, strerror(errno));
-		ok = 0;
-	}
-	scar_tmp_done(o->tmp, !ok);
-	if (ok)
-		ok = sync_dir(o->path) == 0;
-	return ok ? 0 : -1;
-}
-
 static void refuse_tty_out(const char *path)
 {
 	if (cli_is_stdio(path))
@@ -398,24 +289,6 @@ static json_t *shape_json(int ndim, const uint64_t *shape)
 
 /* ---- distributed checkpoints: a manifest stands for its rank files ---- */
 
-/* Nonzero when path names a distributed checkpoint's manifest. */
-static int is_manifest(const char *path)
-{
-	size_t n = strlen(path);
-
-	return n > 9 && strcmp(path + n - 9, ".manifest") == 0;
-}
-
-/* Nonzero when name is a rank file of a distributed checkpoint ("*.rank-R.ckpt"). */
-static int is_rank_file(const char *name)
-{
-	const char *s = strrchr(name, '/');
-	const char *r = strstr(s ? s + 1 : name, ".rank-");
-	size_t n = strlen(name);
-
-	return r && n > 5 && strcmp(name + n - 5, ".ckpt") == 0;
-}
-
 /* The path of file name next to the manifest at mpath; caller frees. */
 static char *beside(const char *mpath, const char *name)
 {
@@ -431,7 +304,7 @@ static char *beside(const char *mpath, const char *name)
 /* Load an ordinary checkpoint, or a distributed one (manifest) as one state. */
 static int load_any(const char *path, struct scar_state **out, struct scar_error *e)
 {
-	if (strcmp(path, "-") != 0 && is_manifest(path))
+	if (strcmp(path, "-") != 0 && scar_dist_is_manifest(path))
 		return scar_dist_manifest_load(path, out, e);
 	return scar_ckpt_load(path, out, e);
 }
@@ -759,7 +632,7 @@ static int cmd_info(int argc, char **argv)
 	if (argc - optind > 1)
 		cli_usage_error("too many operands");
 	path = input_path(argv[optind]);
-	if (strcmp(path, "-") != 0 && is_manifest(path))
+	if (strcmp(path, "-") != 0 && scar_dist_is_manifest(path))
 		return info_manifest(path, json);
 
 	/*
@@ -839,7 +712,7 @@ static int cmd_verify(int argc, char **argv)
 		int rc;
 
 		scar_error_clear(&e);
-		if (strcmp(path, "-") != 0 && is_manifest(path))
+		if (strcmp(path, "-") != 0 && scar_dist_is_manifest(path))
 			rc = verify_manifest(path, &e);
 		else
 			rc = scar_ckpt_verify(path, &e);
@@ -908,95 +781,6 @@ static void parse_rows(const char *s, uint64_t *a, uint64_t *b)
 		cli_usage_error("option '--rows': '%s' ends before it starts", s);
 }
 
-static const char *npy_descr(enum scar_dtype t)
-{
-	switch (t) {
-	case SCAR_F32: return "<f4";
-	case SCAR_F64: return "<f8";
-	case SCAR_I32: return "<i4";
-	case SCAR_U32: return "<u4";
-	case SCAR_I64: return "<i8";
-	case SCAR_U64: return "<u8";
-	case SCAR_U8: return "|u1";
-	}
-	return NULL;
-}
-
-/* NPY format 1.0: magic, version, u16 header length, a padded Python dict. */
-static void npy_header(FILE *f, enum scar_dtype t, int ndim, const uint64_t *shape)
-{
-	char dict[512];
-	size_t n, total;
-	int i;
-
-	n = (size_t)snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (",
-			     npy_descr(t));
-	/* Python's tuple repr: (3,) for one dimension, (3, 4) for more. */
-	for (i = 0; i < ndim; i++)
-		n += (size_t)snprintf(dict + n, sizeof(dict) - n, "%s%llu%s", i ? ", " : "",
-				      (unsigned long long)shape[i], ndim == 1 ? "," : "");
-	n += (size_t)snprintf(dict + n, sizeof(dict) - n, "), }");
-	total = (10 + n + 1 + 63) / 64 * 64;
-	while (10 + n + 1 < total)
-		dict[n++] = ' ';
-	dict[n++] = '\n';
-	fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-	fputc((int)(n & 0xff), f);
-	fputc((int)(n >> 8), f);
-	fwrite(dict, 1, n, f);
-}
-
-static void json_value(FILE *f, enum scar_dtype t, const unsigned char *p)
-{
-	switch (t) {
-	case SCAR_F32: {
-		float v;
-		memcpy(&v, p, sizeof(v));
-		if (isfinite(v))
-			fprintf(f, "%.9g", (double)v);
-		else
-			fputs("null", f);
-		break;
-	}
-	case SCAR_F64: {
-		double v;
-		memcpy(&v, p, sizeof(v));
-		if (isfinite(v))
-			fprintf(f, "%.17g", v);
-		else
-			fputs("null", f);
-		break;
-	}
-	case SCAR_I32: {
-		int32_t v;
-		memcpy(&v, p, sizeof(v));
-		fprintf(f, "%ld", (long)v);
-		break;
-	}
-	case SCAR_U32: {
-		uint32_t v;
-		memcpy(&v, p, sizeof(v));
-		fprintf(f, "%lu", (unsigned long)v);
-		break;
-	}
-	case SCAR_I64: {
-		int64_t v;
-		memcpy(&v, p, sizeof(v));
-		fprintf(f, "%lld", (long long)v);
-		break;
-	}
-	case SCAR_U64: {
-		uint64_t v;
-		memcpy(&v, p, sizeof(v));
-		fprintf(f, "%llu", (unsigned long long)v);
-		break;
-	}
-	case SCAR_U8:
-		fprintf(f, "%u", (unsigned)*p);
-		break;
-	}
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1023,6 +807,37 @@ static void place_rows(const struct scar_ckpt_section *sec, const uint64_t *sel,
 	}
 }
 
+struct export_job {
+	enum format fmt;
+	struct scar_tensor view;
+	const uint64_t *rows;
+};
+
+/* The exported rows in their format, through the library's writers. */
+static int export_run(int fd, const char *name, void *ctx, struct scar_error *e)
+{
+	struct export_job *j = ctx;
+
+	switch (j->fmt) {
+	case FMT_NPY:
+		return scar_npy_write_fd(fd, name, &j->view, 0, e);
+	case FMT_JSON:
+		return scar_json_rows_write_fd(fd, name, &j->view, j->rows, e);
+	case FMT_SAFETENSORS: {
+		struct scar_tensor *vp = &j->view;
+		struct scar_state one;
+
+		memset(&one, 0, sizeof(one));
+		one.ntensors = 1;
+		one.tensors = &vp;
+		one.shards = 1;
+		return scar_safetensors_write_fd(fd, name, &one, 0, NULL, e);
+	}
+	default:
+		return scar_write_all(fd, j->view.data, scar_tensor_bytes(&j->view), name, e);
+	}
+}
+
 static int cmd_export(int argc, char **argv)
 {
 	const char *out_path = NULL, *tname = NULL, *path;
@@ -1036,7 +851,6 @@ static int cmd_export(int argc, char **argv)
 	int asked;
 	uint64_t *sel = NULL, shape[SCAR_MAX_DIMS];
 	unsigned char *buf = NULL;
-	struct outfile o;
 	size_t k, rb, elem;
 	int c, rc, status = EXIT_TROUBLE, ndim;
 	uint32_t tk = 0, S;
@@ -1182,67 +996,30 @@ static int cmd_export(int argc, char **argv)
 	} else if (ndim > 0) {
 		shape[0] = nsel;
 	}
-	out_open(&o, out_path);
-	if (fmt == FMT_NPY)
-		npy_header(o.f, t->dtype, ndim, shape);
-	if (fmt == FMT_RAW || fmt == FMT_NPY) {
-		fwrite(buf, 1, (size_t)nsel * rb, o.f);
-	} else if (fmt == FMT_SAFETENSORS) {
-		/* One tensor, borrowed: a state on the stack around the exported rows. */
-		struct scar_tensor view, *vp = &view;
-		struct scar_state one;
-		struct scar_error se;
+	{
+		/* The exported rows as a tensor of their own, borrowed from buf. */
+		struct export_job j;
 		char st_name[SCAR_NAME_MAX];
 
-		memset(&one, 0, sizeof(one));
-		memset(&view, 0, sizeof(view));
+		memset(&j, 0, sizeof(j));
 		snprintf(st_name, sizeof(st_name), "%s", t->name);
-		view.name = st_name;
-		view.dtype = t->dtype;
-		view.role = t->role;
-		view.ndim = ndim;
-		memcpy(view.shape, shape, sizeof(view.shape));
-		view.data = buf;
-		view.present = NULL;
-		one.ntensors = 1;
-		one.tensors = &vp;
-		one.shards = 1;
-		scar_error_clear(&se);
-		fflush(o.f);
-		if (scar_safetensors_write_fd(fileno(o.f), cli_is_stdio(out_path) ? "(stdout)" : out_path,
-					      &one, 0, NULL, &se) < 0) {
-			warn_err(cli_is_stdio(out_path) ? "(stdout)" : out_path, &se);
-			out_close(&o, 0);
+		j.fmt = fmt;
+		j.rows = sel;
+		j.view.name = st_name;
+		j.view.dtype = t->dtype;
+		j.view.role = t->role;
+		j.view.ndim = ndim;
+		memcpy(j.view.shape, shape, sizeof(j.view.shape));
+		j.view.data = buf;
+		j.view.present = NULL;
+		scar_error_clear(&e);
+		if (scar_file_replace(cli_is_stdio(out_path) ? "-" : out_path, SCAR_REPLACE_SYNC,
+				      export_run, &j, &e) < 0) {
+			warn_err(cli_is_stdio(out_path) ? "(stdout)" : out_path, &e);
 			goto out;
 		}
-	} else {
-		json_t *js = scar_json_text(t->name);
-		int d;
-
-		fputs("{\"tensor\":", o.f);
-		json_dumpf(js, o.f, JSON_ENCODE_ANY);
-		json_decref(js);
-		fprintf(o.f, ",\"dtype\":\"%s\",\"shape\":[", scar_dtype_name(t->dtype));
-		for (d = 0; d < ndim; d++)
-			fprintf(o.f, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
-		fputs("],\"rows\":[", o.f);
-		for (i = 0; i < nsel; i++)
-			fprintf(o.f, "%s%llu", i ? "," : "", (unsigned long long)sel[i]);
-		fputs("],\"data\":[", o.f);
-		for (i = 0; i < nsel; i++) {
-			size_t j;
-
-			fputs(i ? ",[" : "[", o.f);
-			for (j = 0; j < rb / (elem ? elem : 1); j++) {
-				if (j)
-					fputc(',', o.f);
-				json_value(o.f, t->dtype, buf + i * rb + j * elem);
-			}
-			fputc(']', o.f);
-		}
-		fputs("]}\n", o.f);
 	}
-	status = out_close(&o, 1) == 0 ? 0 : EXIT_TROUBLE;
+	status = 0;
 out:
 	scar_ckpt_reader_close(r);
 	free(sel);
@@ -1251,34 +1028,6 @@ out:
 }
 
 /* ---- import ---- */
-
-/* Up to n bytes from fd: the count (short only at the end of input), or -errno. */
-static ssize_t read_upto(int fd, void *buf, size_t n)
-{
-	unsigned char *p = buf;
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t k = read(fd, p + got, n - got > (1u << 30) ? (1u << 30) : n - got);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	return (ssize_t)got;
-}
-
-/* n bytes from fd: 1 all of them, 0 end of file first, -errno a read error. */
-static int read_full(int fd, void *buf, size_t n)
-{
-	ssize_t k = read_upto(fd, buf, n);
-
-	return k < 0 ? (int)k : k == (ssize_t)n;
-}
 
 static void parse_shape(const char *s, int *ndim, uint64_t *shape)
 {
@@ -1298,78 +1047,6 @@ static void parse_shape(const char *s, int *ndim, uint64_t *shape)
 	}
 	if (*ndim == 0)
 		cli_usage_error("option '--shape': '%s' has no dimensions", s);
-}
-
-/* Parse an NPY header dict; fills dtype, ndim, shape and byte-swap need. Returns 0 or -1. */
-static int npy_parse_dict(const char *d, enum scar_dtype *t, int *swap, int *ndim,
-			  uint64_t *shape, const char **why)
-{
-	static const struct { char kind; int size; enum scar_dtype t; } map[] = {
-		{ 'f', 4, SCAR_F32 }, { 'f', 8, SCAR_F64 }, { 'i', 4, SCAR_I32 },
-		{ 'u', 4, SCAR_U32 }, { 'i', 8, SCAR_I64 }, { 'u', 8, SCAR_U64 },
-		{ 'u', 1, SCAR_U8 },
-	};
-	const char *p, *q;
-	size_t i;
-
-	*why = "no 'descr'";
-	p = strstr(d, "'descr'");
-	if (!p || !(p = strchr(p + 7, '\'')))
-		return -1;
-	p++;
-	*why = "unsupported dtype";
-	if (!(*p == '<' || *p == '>' || *p == '|' || *p == '=') || !p[1] || !p[2])
-		return -1;
-	*swap = *p == '>';
-	*t = 0;
-	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (p[1] == map[i].kind && p[2] == '0' + map[i].size && p[3] == '\'')
-			*t = map[i].t;
-	if (!*t)
-		return -1;
-	if (scar_dtype_size(*t) == 1)
-		*swap = 0;
-	*why = "Fortran order is not supported";
-	p = strstr(d, "'fortran_order'");
-	if (!p || !strstr(p, "False") || (strstr(p, "True") && strstr(p, "True") < strstr(p, "False")))
-		return -1;
-	*why = "no 'shape'";
-	p = strstr(d, "'shape'");
-	if (!p || !(p = strchr(p, '(')) || !(q = strchr(p, ')')))
-		return -1;
-	*ndim = 0;
-	for (p++; p < q;) {
-		char *end;
-		unsigned long long v;
-
-		while (p < q && (*p == ' ' || *p == ','))
-			p++;
-		if (p >= q)
-			break;
-		*why = "bad 'shape'";
-		if (*ndim == SCAR_MAX_DIMS || *p < '0' || *p > '9')
-			return -1;
-		errno = 0;
-		v = strtoull(p, &end, 10);
-		if (errno || end > q)
-			return -1;
-		shape[(*ndim)++] = v;
-		p = end;
-	}
-	return 0;
-}
-
-static void bswap_data(void *data, size_t n, size_t size)
-{
-	unsigned char *p = data;
-	size_t i, j;
-
-	for (i = 0; i < n; i++, p += size)
-		for (j = 0; j < size / 2; j++) {
-			unsigned char x = p[j];
-			p[j] = p[size - 1 - j];
-			p[size - 1 - j] = x;
-		}
 }
 
 static uint64_t elems_of(int ndim, const uint64_t *shape)
@@ -1461,14 +1138,16 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	uint64_t shape[SCAR_MAX_DIMS], n_el, want;
 	struct scar_tensor *t = NULL;
 	struct scar_error e;
-	size_t hlen = 0, bytes, off = 0, pre = 0;
+	struct scar_array_info info;
+	size_t bytes, fbytes, esize = 0, off = 0, pre = 0;
+	unsigned char *dst;
 	int fd, is_reg, npy = 0, swap = 0, ndim = io->ndim, rc = 0, stdin_in = strcmp(path, "-") == 0;
 	ssize_t k;
 	struct stat st;
-	char *dict = NULL;
 	uint64_t fsize = 0;
 
 	scar_error_clear(&e);
+	memset(&info, 0, sizeof(info));
 	/* Never waits on a FIFO without a writer: that reads as empty input. */
 	fd = stdin_in ? STDIN_FILENO : scar_open_input(path, 0, &e);
 	if (fd < 0) {
@@ -1488,7 +1167,7 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	memcpy(shape, io->shape, sizeof(shape));
 	/* An .npy file starts with "\x93NUMPY"; anything else is raw. */
 	if (!is_reg || fsize >= 10) {
-		if ((k = read_upto(fd, head, 10)) < 0) {
+		if ((k = scar_read_upto(fd, head, 10)) < 0) {
 			rc = (int)k;
 			goto ioerr;
 		}
@@ -1505,55 +1184,35 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 		}
 	}
 	if (npy) {
-		enum scar_dtype ft;
-
+		/* The header through the library's reader, which scar-diff's uses too. */
 		pre = 0;
-		if (head[6] == 1) {
-			hlen = head[8] | (size_t)head[9] << 8;
-			off = 10;
-		} else if (head[6] == 2 || head[6] == 3) {
-			unsigned char x[2];
-
-			/* A read error is no truncation: it is reported as what it is. */
-			if ((rc = read_full(fd, x, 2)) < 0)
-				goto ioerr;
-			if (rc == 0) {
-				why = "truncated header";
-				goto bad;
+		if (scar_npy_header_read(fd, path, head, 10, is_reg ? fsize : UINT64_MAX, &info,
+					 &e) < 0) {
+			if (e.code == SCAR_EIO || e.code == SCAR_ENOMEM) {
+				warn_err(path, &e);
+				goto fail;
 			}
-			hlen = head[8] | (size_t)head[9] << 8 | (size_t)x[0] << 16 | (size_t)x[1] << 24;
-			off = 12;
-		} else {
-			why = "unsupported NPY version";
+			why = e.msg;
 			goto bad;
 		}
-		if (hlen > (1u << 20) || (is_reg && off + hlen > fsize)) {
-			why = "bad header length";
-			goto bad;
-		}
-		dict = xmalloc(hlen + 1);
-		if ((rc = read_full(fd, dict, hlen)) < 0)
-			goto ioerr;
-		if (rc == 0) {
-			why = "truncated header";
-			goto bad;
-		}
-		dict[hlen] = 0;
-		off += hlen;
-		if (npy_parse_dict(dict, &ft, &swap, &ndim, shape, &why) < 0)
-			goto bad;
+		off = (size_t)info.offset;
+		ndim = info.ndim;
+		memcpy(shape, info.shape, sizeof(shape));
+		swap = info.swap;
 		if (io->ndim >= 0 && (io->ndim != ndim ||
 				      memcmp(io->shape, shape, (size_t)ndim * sizeof(*shape)))) {
 			cli_warn("'%s': shape does not match --shape", path);
 			goto fail;
 		}
+		/* The file's bytes: stored_size an element (2 for f16, widened to f32). */
 		n_el = elems_of(ndim, shape);
-		if (n_el == UINT64_MAX || n_el > UINT64_MAX / scar_dtype_size(ft) ||
-		    (is_reg && n_el * scar_dtype_size(ft) != fsize - off)) {
+		if (n_el == UINT64_MAX || n_el > UINT64_MAX / scar_dtype_size(info.dtype) ||
+		    (is_reg && n_el * info.stored_size != fsize - off)) {
 			why = "data length does not match the shape";
 			goto bad;
 		}
-		dtype = ft;
+		dtype = info.dtype;
+		esize = info.stored_size;
 		declared = "its .npy header declares";
 	} else {
 		if (!dtype || io->ndim < 0) {
@@ -1569,16 +1228,21 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 				 (unsigned long long)(n_el * scar_dtype_size(dtype)));
 			goto fail;
 		}
+		esize = scar_dtype_size(dtype);
 		declared = "--dtype and --shape make";
 	}
-	want = n_el * scar_dtype_size(dtype);
+	want = n_el * esize;
 	if (scar_tensor_new(&t, name, dtype, io->role, ndim, shape, &e) < 0) {
 		warn_err(path, &e);
 		goto fail;
 	}
 	bytes = scar_tensor_bytes(t);
+	/* The file's bytes go to the end of the tensor's, to be widened in place (f16). */
+	fbytes = (size_t)want;
+	dst = (unsigned char *)t->data + (bytes - fbytes);
 	m->map = NULL;
-	if (is_reg && !swap && (!io->dtype || io->dtype == dtype) && bytes >= (1u << 20)) {
+	if (is_reg && !swap && !(npy && info.stored) && (!io->dtype || io->dtype == dtype) &&
+	    bytes >= (1u << 20)) {
 		void *p = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 
 		if (p != MAP_FAILED) {
@@ -1591,7 +1255,7 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 		}
 	}
 	if (is_reg) {
-		rc = read_full(fd, t->data, bytes);
+		rc = scar_read_full(fd, dst, fbytes);
 		if (rc < 0)
 			goto ioerr;
 		if (rc == 0)
@@ -1603,28 +1267,28 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 		 * Exactly the bytes declared, then one more read to see that the
 		 * stream ends. The tensor's pages are touched only as bytes arrive.
 		 */
-		if (pre > bytes)
+		if (pre > fbytes)
 			goto toomuch;
-		memcpy(t->data, head, pre);
-		if ((k = read_upto(fd, (unsigned char *)t->data + pre, bytes - pre)) < 0) {
+		memcpy(dst, head, pre);
+		if ((k = scar_read_upto(fd, dst + pre, fbytes - pre)) < 0) {
 			rc = (int)k;
 			goto ioerr;
 		}
-		if ((size_t)k < bytes - pre) {
+		if ((size_t)k < fbytes - pre) {
 			cli_warn("'%s': input ends after %llu bytes of the %llu %s", path,
 				 (unsigned long long)(pre + (size_t)k), (unsigned long long)want,
 				 declared);
 			goto fail;
 		}
-		if ((k = read_upto(fd, &extra, 1)) < 0) {
+		if ((k = scar_read_upto(fd, &extra, 1)) < 0) {
 			rc = (int)k;
 			goto ioerr;
 		}
 		if (k)
 			goto toomuch;
 	}
-	if (swap)
-		bswap_data(t->data, (size_t)scar_tensor_elems(t), scar_dtype_size(dtype));
+	if (npy)
+		scar_array_decode(&info, t->data, (size_t)n_el);
 	if (io->dtype && io->dtype != dtype)
 		convert_tensor(&t, io->dtype);
 	goto done;
@@ -1646,7 +1310,6 @@ fail:
 done:
 	if (!stdin_in)
 		close(fd);
-	free(dict);
 	return t;
 }
 
@@ -1684,23 +1347,7 @@ static int save_state(const struct scar_state *st, const char *out,
 	struct scar_error e;
 
 	scar_error_clear(&e);
-	if (!cli_is_stdio(out) && !is_regular_target(out)) {
-		/* A device or FIFO: stream into it rather than rename over it. */
-		int fd = open(out, O_WRONLY | O_TRUNC), rc;
-
-		if (fd < 0) {
-			cli_warn("cannot open '%s': %s", out, strerror(errno));
-			return EXIT_TROUBLE;
-		}
-		rc = scar_ckpt_write_fd(st, fd, out, so, &e);
-		if (close(fd) != 0 && rc == 0)
-			rc = scar_error_set_errno(&e, errno, out, "cannot write '%s'", out);
-		if (rc < 0) {
-			warn_err(out, &e);
-			return EXIT_TROUBLE;
-		}
-		return 0;
-	}
+	/* Atomic replace; stdout, a device or a FIFO written through (scar/file.h). */
 	if (scar_ckpt_save(st, cli_is_stdio(out) ? "-" : out, so, &e) < 0) {
 		warn_err(out, &e);
 		return EXIT_TROUBLE;
@@ -1888,7 +1535,7 @@ static int peek(const char *path, struct item *it)
 				it->partial = 1;
 		return 0;
 	}
-	if (is_manifest(path)) {
+	if (scar_dist_is_manifest(path)) {
 		struct scar_dist_manifest *m;
 
 		if (scar_dist_manifest_read(path, &m, &e) < 0) {
@@ -2195,7 +1842,7 @@ static int cmd_ls(int argc, char **argv)
 	}
 	v = xmalloc((ne + 1) * sizeof(*v));
 	for (i = 0; i < ne; i++) {
-		if (is_rank_file(ents[i].path))
+		if (scar_dist_is_rank_file(ents[i].path))
 			continue;	/* a part of a distributed checkpoint: listed by its manifest */
 		v[nv].path = ents[i].path;
 		v[nv].iteration = ents[i].iteration;
@@ -2213,7 +1860,7 @@ static int cmd_ls(int argc, char **argv)
 		char **names = NULL;
 
 		while (d && (de = readdir(d)) != NULL) {
-			if (!is_manifest(de->d_name))
+			if (!scar_dist_is_manifest(de->d_name))
 				continue;
 			names = xrealloc(names, (nm + 1) * sizeof(*names));
 			names[nm] = xmalloc(strlen(dir) + strlen(de->d_name) + 2);
