@@ -79,6 +79,11 @@ lib/libscar.a: $(LIB_OBJ)
 scar-%: cmd/scar-%.c $(CLI_OBJ) lib/libscar.a $(HEADERS) $(wildcard cmd/common/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -Icmd/common -o $@ $< $(CLI_OBJ) lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
 
+# scar-ckpt: main and the shared helpers in cmd/scar-ckpt.c, a file per subcommand in cmd/ckpt/.
+CKPT_SRC := $(sort $(wildcard cmd/ckpt/*.c))
+scar-ckpt: cmd/scar-ckpt.c $(CKPT_SRC) cmd/ckpt/ckpt.h $(CLI_OBJ) lib/libscar.a $(HEADERS) $(wildcard cmd/common/*.h) sanitize.stamp
+	$(CC) $(ALL_CFLAGS) -Icmd/common -Icmd/ckpt -o $@ cmd/scar-ckpt.c $(CKPT_SRC) $(CLI_OBJ) lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
+
 tests/unit/test-%: tests/unit/test-%.c tests/unit/unit.h lib/libscar.a $(HEADERS) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -Ilib -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
 

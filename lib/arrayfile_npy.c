@@ -1,13 +1,12 @@
 /*
  * arrayfile_npy.c - opening array files (both formats), reading their data,
- * the .npy reader and writer, and the atomic-write helper (see
- * scar/arrayfile.h). The safetensors header parser and writer live in
+ * the .npy reader and writer (see scar/arrayfile.h); files are replaced
+ * through scar_file_replace (scar/file.h). The safetensors header parser and writer live in
  * arrayfile_safetensors.c.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "scar/arrayfile.h"
 #include "scar/ckpt.h"
+#include "scar/file.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "scar array files assume a little-endian host"
@@ -36,85 +36,6 @@ struct scar_arrayfile {
 	struct scar_array_info *t;
 	json_t *meta;
 };
-
-int scar_write_all(int fd, const void *buf, size_t len, const char *name,
-		   struct scar_error *err)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return scar_error_set_errno(err, errno, name, "cannot write '%s'",
-						    name ? name : "-");
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-static int fsync_dir(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, rc = 0;
-
-	if (!copy)
-		return -1;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-	free(copy);
-	if (fd < 0)
-		return -1;
-	if (fsync(fd) < 0 && errno != EINVAL)
-		rc = -1;
-	close(fd);
-	return rc;
-}
-
-int scar_write_atomic(const char *path,
-		      int (*fn)(int fd, const char *name, void *ctx, struct scar_error *err),
-		      void *ctx, struct scar_error *err)
-{
-	char *tmp;
-	int fd, rc;
-
-	if (!path || strcmp(path, "-") == 0)
-		return fn(STDOUT_FILENO, "(stdout)", ctx, err);
-	/* The temporary every writer uses (scar/ckpt.h): mode kept, removed on a signal. */
-	fd = scar_tmp_create(path, &tmp, err);
-	if (fd < 0)
-		return fd;
-	rc = fn(fd, path, ctx, err);
-	if (rc < 0)
-		goto fail;
-	if (fsync(fd) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot sync '%s'", path);
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot rename onto '%s'", path);
-		goto fail;
-	}
-	scar_tmp_done(tmp, 0);
-	if (fsync_dir(path) < 0)
-		return scar_error_set_errno(err, errno, path, "cannot sync the directory of '%s'",
-					    path);
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	scar_tmp_done(tmp, 1);
-	return rc;
-}
 
 /* ---- reading ---- */
 
@@ -295,61 +216,31 @@ static void npy_stem(const char *path, char *out)
 	out[n] = 0;
 }
 
-static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
-{
-	unsigned char pre[12];
-	uint64_t hlen, hstart;
-	char *h = NULL, key[32], descr[32];
-	struct scar_array_info *t;
-	struct pylit s;
-	int rc, have_descr = 0, have_shape = 0, fortran = 0;
-	uint64_t elems = 1;
-	size_t esz;
+/* What npy_dict found wrong with a header's dict. */
+enum { NPY_OK, NPY_MALFORMED, NPY_DTYPE, NPY_FORTRAN };
 
-	rc = rd(f, 0, pre, 10, err);
-	if (rc < 0)
-		return rc;
-	if (pre[6] == 1) {
-		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
-		hstart = 10;
-	} else if (pre[6] == 2 || pre[6] == 3) {
-		rc = rd(f, 0, pre, 12, err);
-		if (rc < 0)
-			return rc;
-		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
-		       (uint64_t)pre[11] << 24;
-		hstart = 12;
-	} else {
-		return scar_error_set_at(err, SCAR_EVERSION, f->name, 6, -1,
-					 "unsupported .npy version %u.%u", pre[6], pre[7]);
-	}
-	if (hlen > NPY_HEADER_MAX)
-		return scar_error_set_at(err, SCAR_EFORMAT, f->name, 8, -1,
-					 ".npy header too long (%llu bytes)", (unsigned long long)hlen);
-	t = calloc(1, sizeof(*t));
-	h = malloc(hlen + 1);
-	if (!t || !h) {
-		free(t);
-		free(h);
-		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	}
-	f->t = t;
-	f->n = 1;
-	npy_stem(f->name, t->name);
-	rc = rd(f, hstart, h, hlen, err);
-	if (rc < 0)
-		goto out;
-	h[hlen] = 0;
+/*
+ * Parse the Python dict of a .npy header (hlen bytes at h) into t's dtype,
+ * shape and swap; *elems_out gets the element count. descr (32 bytes)
+ * keeps the dtype string for messages.
+ */
+static int npy_dict(const char *h, size_t hlen, struct scar_array_info *t, uint64_t *elems_out,
+		    char *descr)
+{
+	char key[32];
+	struct pylit s;
+	int have_descr = 0, have_shape = 0, fortran = 0;
+	uint64_t elems = 1;
+
 	s.p = h;
 	s.end = h + hlen;
-	rc = SCAR_EFORMAT;
 	if (!py_char(&s, '{'))
 		goto bad;
 	while (!py_char(&s, '}')) {
 		if (py_str(&s, key, sizeof(key)) < 0 || !py_char(&s, ':'))
 			goto bad;
 		if (strcmp(key, "descr") == 0) {
-			if (py_str(&s, descr, sizeof(descr)) < 0)
+			if (py_str(&s, descr, 32) < 0)
 				goto bad;
 			have_descr = 1;
 		} else if (strcmp(key, "fortran_order") == 0) {
@@ -397,16 +288,74 @@ static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
 	}
 	if (!have_descr || !have_shape)
 		goto bad;
-	if (npy_dtype(descr, t) < 0) {
+	if (npy_dtype(descr, t) < 0)
+		return NPY_DTYPE;
+	if (fortran && t->ndim > 1)
+		return NPY_FORTRAN;
+	*elems_out = elems;
+	return NPY_OK;
+bad:
+	return NPY_MALFORMED;
+}
+
+static int npy_parse(struct scar_arrayfile *f, struct scar_error *err)
+{
+	unsigned char pre[12];
+	uint64_t hlen, hstart;
+	char *h = NULL, descr[32] = "";
+	struct scar_array_info *t;
+	int rc, s;
+	uint64_t elems = 1;
+	size_t esz;
+
+	rc = rd(f, 0, pre, 10, err);
+	if (rc < 0)
+		return rc;
+	if (pre[6] == 1) {
+		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
+		hstart = 10;
+	} else if (pre[6] == 2 || pre[6] == 3) {
+		rc = rd(f, 0, pre, 12, err);
+		if (rc < 0)
+			return rc;
+		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
+		       (uint64_t)pre[11] << 24;
+		hstart = 12;
+	} else {
+		return scar_error_set_at(err, SCAR_EVERSION, f->name, 6, -1,
+					 "unsupported .npy version %u.%u", pre[6], pre[7]);
+	}
+	if (hlen > NPY_HEADER_MAX)
+		return scar_error_set_at(err, SCAR_EFORMAT, f->name, 8, -1,
+					 ".npy header too long (%llu bytes)", (unsigned long long)hlen);
+	t = calloc(1, sizeof(*t));
+	h = malloc(hlen + 1);
+	if (!t || !h) {
+		free(t);
+		free(h);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	f->t = t;
+	f->n = 1;
+	npy_stem(f->name, t->name);
+	rc = rd(f, hstart, h, hlen, err);
+	if (rc < 0)
+		goto out;
+	h[hlen] = 0;
+	s = npy_dict(h, (size_t)hlen, t, &elems, descr);
+	if (s == NPY_DTYPE) {
 		rc = scar_error_set_at(err, SCAR_EUNSUPPORTED, f->name, (int64_t)hstart, -1,
 				       "tensor '%s': unsupported .npy dtype '%s'", t->name, descr);
 		goto out;
 	}
-	if (fortran && t->ndim > 1) {
+	if (s == NPY_FORTRAN) {
 		rc = scar_error_set_at(err, SCAR_EUNSUPPORTED, f->name, (int64_t)hstart, -1,
 				       "tensor '%s': Fortran-order arrays are not supported", t->name);
 		goto out;
 	}
+	rc = SCAR_EFORMAT;
+	if (s != NPY_OK)
+		goto bad;
 	esz = scar_dtype_size(t->dtype);
 	if (elems > UINT64_MAX / esz)
 		goto bad;
@@ -685,6 +634,93 @@ int scar_arrayfile_read(struct scar_arrayfile *f, size_t i, uint64_t off, void *
 	return rc;
 }
 
+void scar_array_decode(const struct scar_array_info *t, void *buf, size_t n)
+{
+	size_t esz = scar_dtype_size(t->dtype);
+	unsigned char *src = (unsigned char *)buf + n * (esz - t->stored_size);
+
+	if (!t->stored) {
+		if (t->swap)
+			swap_bytes(buf, n * esz, esz);
+		return;
+	}
+	if (t->swap)
+		swap_bytes(src, n * t->stored_size, t->stored_size);
+	widen(t, buf, n);
+}
+
+/* A header read from a stream that ends, or is refused, early: the reason alone. */
+static int npy_refuse(struct scar_error *err, int code, const char *name, const char *why)
+{
+	int rc = scar_error_set(err, code, "%s", why);
+
+	if (err && name)
+		snprintf(err->file, sizeof(err->file), "%s", name);
+	return rc;
+}
+
+int scar_npy_header_read(int fd, const char *name, const void *head, size_t n, uint64_t size,
+			 struct scar_array_info *t, struct scar_error *err)
+{
+	unsigned char pre[12];
+	uint64_t hlen, elems = 0;
+	char *h, descr[32] = "";
+	size_t off;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (n > 10)
+		return scar_error_set(err, SCAR_EINVAL, "scar_npy_header_read: %zu head bytes", n);
+	memcpy(pre, head, n);
+	if ((rc = scar_read_full(fd, pre + n, 10 - n)) < 0)
+		return scar_error_set_errno(err, -rc, name, "cannot read '%s'", name);
+	if (rc == 0 || memcmp(pre, NPY_MAGIC, 6) != 0)
+		return npy_refuse(err, rc ? SCAR_EFORMAT : SCAR_ETRUNC, name,
+				  rc ? "no .npy magic" : "truncated header");
+	if (pre[6] == 1) {
+		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
+		off = 10;
+	} else if (pre[6] == 2 || pre[6] == 3) {
+		/* A read error is no truncation: it is reported as what it is. */
+		if ((rc = scar_read_full(fd, pre + 10, 2)) < 0)
+			return scar_error_set_errno(err, -rc, name, "cannot read '%s'", name);
+		if (rc == 0)
+			return npy_refuse(err, SCAR_ETRUNC, name, "truncated header");
+		hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
+		       (uint64_t)pre[11] << 24;
+		off = 12;
+	} else {
+		return npy_refuse(err, SCAR_EVERSION, name, "unsupported NPY version");
+	}
+	if (hlen > NPY_HEADER_MAX || off + hlen > size)
+		return npy_refuse(err, SCAR_EFORMAT, name, "bad header length");
+	if (!(h = malloc(hlen + 1)))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if ((rc = scar_read_full(fd, h, (size_t)hlen)) <= 0) {
+		free(h);
+		if (rc < 0)
+			return scar_error_set_errno(err, -rc, name, "cannot read '%s'", name);
+		return npy_refuse(err, SCAR_ETRUNC, name, "truncated header");
+	}
+	h[hlen] = 0;
+	rc = npy_dict(h, (size_t)hlen, t, &elems, descr);
+	free(h);
+	if (rc == NPY_DTYPE) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "unsupported dtype '%s'", descr);
+		return npy_refuse(err, SCAR_EUNSUPPORTED, name, why);
+	}
+	if (rc == NPY_FORTRAN)
+		return npy_refuse(err, SCAR_EUNSUPPORTED, name, "Fortran order is not supported");
+	if (rc != NPY_OK || elems > UINT64_MAX / scar_dtype_size(t->dtype))
+		return npy_refuse(err, SCAR_EFORMAT, name, "malformed header");
+	t->role = SCAR_ROLE_PARAM;
+	t->offset = off + hlen;
+	t->nbytes = elems * scar_dtype_size(t->dtype);
+	return 0;
+}
+
 int scar_arrayfile_load_tensor(struct scar_arrayfile *f, size_t i, struct scar_tensor **out,
 			       struct scar_error *err)
 {
@@ -820,5 +856,5 @@ int scar_npy_write(const char *path, const struct scar_tensor *t, int version,
 {
 	struct npy_job j = { t, version };
 
-	return scar_write_atomic(path, npy_job_run, &j, err);
+	return scar_file_replace(path, SCAR_REPLACE_SYNC, npy_job_run, &j, err);
 }

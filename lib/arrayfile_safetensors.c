@@ -335,5 +335,5 @@ int scar_safetensors_write(const char *path, const struct scar_state *st, int ro
 {
 	struct st_job j = { st, role, metadata };
 
-	return scar_write_atomic(path, st_write, &j, err);
+	return scar_file_replace(path, SCAR_REPLACE_SYNC, st_write, &j, err);
 }

@@ -15,8 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -875,189 +873,24 @@ out:
 	return rc;
 }
 
-/* ---- replacing a file: the temporary beside it ---- */
+struct save_job {
+	const struct scar_state *st;
+	const struct scar_ckpt_save_opts *o;
+};
 
-#ifndef NAME_MAX
-#define NAME_MAX 255
-#endif
-
-/*
- * Temporaries of this process's writers, for the handler to remove when
- * SIGINT, SIGTERM or SIGHUP ends the process, and for exit(3) (a tool that
- * dies of an error mid-write). Fixed buffers: a handler may only call
- * async-signal-safe functions (getpid, unlink, raise). The pid keeps a
- * forked child from removing its parent's files.
- */
-#define TMP_SLOTS 4
-static char tmp_path[TMP_SLOTS][PATH_MAX];
-static volatile sig_atomic_t tmp_used[TMP_SLOTS];
-static pid_t tmp_pid[TMP_SLOTS];
-static const int tmp_signals[] = { SIGINT, SIGTERM, SIGHUP };
-
-static void tmp_remove_all(void)
+static int save_job_run(int fd, const char *name, void *ctx, struct scar_error *err)
 {
-	pid_t me = getpid();
+	struct save_job *j = ctx;
 
-	for (int i = 0; i < TMP_SLOTS; i++)
-		if (tmp_used[i] && tmp_pid[i] == me)
-			unlink(tmp_path[i]);
-}
-
-static void tmp_on_signal(int sig)
-{
-	int e = errno;
-
-	tmp_remove_all();
-	/* SA_RESETHAND has restored the default action: die of the signal as before. */
-	raise(sig);
-	errno = e;
-}
-
-/* Register tmp for removal on a signal; the slot, or -1 when all are taken. */
-static int tmp_register(const char *tmp)
-{
-	static int installed;
-
-	if (!installed) {
-		installed = 1;
-		atexit(tmp_remove_all);
-		for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++) {
-			struct sigaction old, sa;
-
-			/* A program that handles or ignores the signal keeps its way. */
-			if (sigaction(tmp_signals[k], NULL, &old) < 0 ||
-			    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-				continue;
-			memset(&sa, 0, sizeof(sa));
-			sa.sa_handler = tmp_on_signal;
-			sigemptyset(&sa.sa_mask);
-			sa.sa_flags = SA_RESETHAND;
-			sigaction(tmp_signals[k], &sa, NULL);
-		}
-	}
-	if (strlen(tmp) >= PATH_MAX)
-		return -1;
-	for (int i = 0; i < TMP_SLOTS; i++) {
-		if (tmp_used[i])
-			continue;
-		strcpy(tmp_path[i], tmp);
-		tmp_pid[i] = getpid();
-		/* The name is in place before the handler may look at it. */
-		atomic_signal_fence(memory_order_seq_cst);
-		tmp_used[i] = 1;
-		return i;
-	}
-	return -1;
-}
-
-char *scar_tmp_name(const char *path)
-{
-	static const char suffix[] = ".tmp.XXXXXX";
-	const char *base = strrchr(path, '/');
-	size_t dlen, blen, keep = NAME_MAX - 1 - (sizeof(suffix) - 1);
-	char *t;
-
-	base = base ? base + 1 : path;
-	dlen = (size_t)(base - path);
-	blen = strlen(base);
-	/* Cut the name so that the temporary's fits NAME_MAX whenever path's does. */
-	if (blen > keep)
-		blen = keep;
-	t = malloc(dlen + 1 + blen + sizeof(suffix));
-	if (t)
-		sprintf(t, "%.*s.%.*s%s", (int)dlen, path, (int)blen, base, suffix);
-	return t;
-}
-
-int scar_tmp_create(const char *path, char **tmp, struct scar_error *err)
-{
-	sigset_t block, saved;
-	struct stat sb;
-	mode_t mode;
-	int fd, e;
-
-	*tmp = scar_tmp_name(path);
-	if (!*tmp)
-		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	/*
-	 * The signals wait while the file is made and registered: one arriving
-	 * between the two would leave a temporary nothing removes.
-	 */
-	sigemptyset(&block);
-	for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++)
-		sigaddset(&block, tmp_signals[k]);
-	sigprocmask(SIG_BLOCK, &block, &saved);
-	fd = mkstemp(*tmp);
-	e = errno;
-	if (fd >= 0)
-		tmp_register(*tmp);
-	sigprocmask(SIG_SETMASK, &saved, NULL);
-	if (fd < 0) {
-		int rc = scar_error_set_errno(err, e, path,
-					      "cannot create a temporary file for '%s'", path);
-
-		free(*tmp);
-		*tmp = NULL;
-		return rc;
-	}
-	/* mkstemp makes 0600: keep the mode of the file replaced, or what open(2) with 0666 would give. */
-	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
-		mode = sb.st_mode & 0777;
-	} else {
-		mode = umask(0);
-		umask(mode);
-		mode = 0666 & ~mode;
-	}
-	if (fchmod(fd, mode) < 0) {
-		int rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", *tmp);
-
-		close(fd);
-		scar_tmp_done(*tmp, 1);
-		*tmp = NULL;
-		return rc;
-	}
-	return fd;
-}
-
-void scar_tmp_done(char *tmp, int remove)
-{
-	if (!tmp)
-		return;
-	if (remove)
-		unlink(tmp);
-	for (int i = 0; i < TMP_SLOTS; i++)
-		if (tmp_used[i] && strcmp(tmp_path[i], tmp) == 0) {
-			tmp_used[i] = 0;
-			break;
-		}
-	free(tmp);
-}
-
-/* The directory part of path ("." when none), malloc'd. */
-static char *dir_of(const char *path)
-{
-	const char *sl = strrchr(path, '/');
-	char *d;
-
-	if (!sl)
-		return strdup(".");
-	if (sl == path)
-		return strdup("/");
-	d = malloc((size_t)(sl - path) + 1);
-	if (d) {
-		memcpy(d, path, (size_t)(sl - path));
-		d[sl - path] = 0;
-	}
-	return d;
+	return scar_ckpt_write_fd(j->st, fd, name, j->o, err);
 }
 
 int scar_ckpt_save(const struct scar_state *st, const char *path,
 		   const struct scar_ckpt_save_opts *opts, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
+	struct save_job j = { st, &o };
 	const char *base;
-	char *dir = NULL, *tmp = NULL;
-	int fd = -1, rc, e;
 
 	if (opts)
 		o = *opts;
@@ -1065,77 +898,11 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 		scar_ckpt_save_opts_init(&o);
 	if (!path || !*path)
 		return scar_error_set(err, SCAR_EINVAL, "empty checkpoint path");
-	if (strcmp(path, "-") == 0)
-		return scar_ckpt_write_fd(st, STDOUT_FILENO, "(stdout)", &o, err);
-	{
-		struct stat sb;
-
-		/*
-		 * A device, FIFO or socket is written through, never renamed
-		 * over: replacing /dev/null with a regular file (as root) or a
-		 * FIFO with a file is not what anyone asked for.
-		 */
-		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-			fd = open(path, O_WRONLY | O_CLOEXEC);
-			if (fd < 0)
-				return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
-			rc = scar_ckpt_write_fd(st, fd, path, &o, err);
-			if (close(fd) < 0 && !rc)
-				rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
-			return rc;
-		}
-	}
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	if (!*base)
+	if (strcmp(path, "-") != 0 && !*base && !scar_file_is_special(path))
 		return scar_error_set_at(err, SCAR_EINVAL, path, -1, -1,
 					 "checkpoint path '%s' names a directory", path);
-	dir = dir_of(path);
-	if (!dir) {
-		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((fd = scar_tmp_create(path, &tmp, err)) < 0) {
-		rc = fd;
-		fd = -1;
-		goto out;
-	}
-	if ((rc = scar_ckpt_write_fd(st, fd, path, &o, err)))
-		goto out;
-	if (o.sync && fsync(fd) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot sync '%s'", path);
-		goto out;
-	}
-	e = close(fd);
-	fd = -1;
-	if (e < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
-		goto out;
-	}
-	if (rename(tmp, path) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot rename a temporary file to '%s'",
-					  path);
-		goto out;
-	}
-	scar_tmp_done(tmp, 0);
-	tmp = NULL;
-	if (o.sync) {
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-
-		/* The file is in place; a directory that cannot be synced is an error all the same. */
-		if (dfd < 0 || fsync(dfd) < 0) {
-			rc = scar_error_set_errno(err, errno, path, "cannot sync directory '%s'", dir);
-			if (dfd >= 0)
-				close(dfd);
-			goto out;
-		}
-		close(dfd);
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	scar_tmp_done(tmp, 1);
-	free(dir);
-	return rc;
+	/* Temporary, fsync, rename, fsync of the directory; a FIFO or device written through. */
+	return scar_file_replace(path, o.sync ? SCAR_REPLACE_SYNC : 0, save_job_run, &j, err);
 }

@@ -38,6 +38,13 @@ double scar_dist_sum_ordered(const double *v, uint32_t P)
 	return s;
 }
 
+int scar_dist_is_manifest(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 9 && strcmp(path + n - 9, ".manifest") == 0;
+}
+
 void scar_dist_manifest_free(struct scar_dist_manifest *m)
 {
 	if (!m)
@@ -63,12 +70,25 @@ static void dir_of(const char *path, char *buf, size_t len)
 #define SUM_HEAD ",\"checksum\":\""
 #define SUM_LEN (sizeof(SUM_HEAD) - 1 + 8 + 3)
 
+struct manifest_job {
+	const char *text;
+	size_t len;
+};
+
+static int manifest_job_run(int fd, const char *name, void *ctx, struct scar_error *err)
+{
+	struct manifest_job *j = ctx;
+
+	return scar_write_all(fd, j->text, j->len, name, err);
+}
+
 int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *m, int sync,
 			     struct scar_error *err)
 {
 	json_t *files = json_array(), *obj = NULL;
-	char dir[4096], *tmp = NULL, *text = NULL, *full = NULL;
-	int rc = 0, fd = -1;
+	char *text = NULL, *full = NULL;
+	struct manifest_job job;
+	int rc = 0;
 	size_t len;
 
 	if (!files)
@@ -104,54 +124,11 @@ int scar_dist_manifest_write(const char *path, const struct scar_dist_manifest *
 	snprintf(full + len, SUM_LEN + 1, SUM_HEAD "%08lx\"}\n",
 		 (unsigned long)scar_crc32c(0, full, len));
 	len += SUM_LEN;
-	/* .NAME.tmp.XXXXXX, removed should a signal end the writer (scar_tmp_create). */
-	if ((fd = scar_tmp_create(path, &tmp, err)) < 0) {
-		rc = fd;
-		fd = -1;
-		goto out;
-	}
-	for (size_t off = 0; off < len;) {
-		ssize_t w = write(fd, full + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = scar_error_set_errno(err, errno, tmp, "cannot write '%s'", tmp);
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	if (sync && fsync(fd) < 0) {
-		rc = scar_error_set_errno(err, errno, tmp, "cannot sync '%s'", tmp);
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = scar_error_set_errno(err, errno, tmp, "cannot write '%s'", tmp);
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		rc = scar_error_set_errno(err, errno, path, "cannot rename a temporary file to '%s'",
-					  path);
-		goto out;
-	}
-	scar_tmp_done(tmp, 0);
-	tmp = NULL;
-	if (sync) {
-		int dfd;
-
-		dir_of(path, dir, sizeof(dir));
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0 || fsync(dfd) < 0)
-			rc = scar_error_set_errno(err, errno, dir, "cannot sync directory '%s'", dir);
-		if (dfd >= 0)
-			close(dfd);
-	}
+	/* .NAME.tmp.XXXXXX beside path, synced and renamed into place (scar/file.h). */
+	job.text = full;
+	job.len = len;
+	rc = scar_file_replace(path, sync ? SCAR_REPLACE_SYNC : 0, manifest_job_run, &job, err);
 out:
-	if (fd >= 0)
-		close(fd);
-	scar_tmp_done(tmp, 1);
 	free(text);
 	free(full);
 	/* json_pack took files with "o", even when it failed (jansson >= 2.12) */

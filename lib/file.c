@@ -1,6 +1,13 @@
-/* file.c - opening inputs and quoting text for a terminal (see scar/file.h). */
+/*
+ * file.c - opening inputs, reading and writing whole buffers, replacing a
+ * file atomically, and quoting text for a terminal (see scar/file.h). This
+ * is the one place that makes temporaries, renames and syncs.
+ */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,6 +56,337 @@ int scar_open_input(const char *path, int flags, struct scar_error *err)
 		return scar_error_set_errno(err, e, path, "cannot read '%s'", path);
 	}
 	return fd;
+}
+
+/* ---- whole reads and writes ---- */
+
+ssize_t scar_read_upto(int fd, void *buf, size_t n)
+{
+	unsigned char *p = buf;
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(fd, p + got, n - got > (1u << 30) ? (1u << 30) : n - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+int scar_read_full(int fd, void *buf, size_t n)
+{
+	ssize_t k = scar_read_upto(fd, buf, n);
+
+	return k < 0 ? (int)k : k == (ssize_t)n;
+}
+
+int scar_write_all(int fd, const void *buf, size_t len, const char *name,
+		   struct scar_error *err)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return scar_error_set_errno(err, errno, name, "cannot write '%s'",
+						    name ? name : "-");
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* ---- replacing a file: the temporary beside it ---- */
+
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+#define TMP_INFIX ".tmp."
+#define TMP_XS "XXXXXX"
+
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
+
+/*
+ * Temporaries of this process's writers, for the handler to remove when
+ * SIGINT, SIGTERM or SIGHUP ends the process, and for exit(3) (a tool that
+ * dies of an error mid-write). Fixed buffers: a handler may only call
+ * async-signal-safe functions (getpid, unlink, raise). The pid keeps a
+ * forked child from removing its parent's files.
+ */
+#define TMP_SLOTS 4
+static char tmp_path[TMP_SLOTS][PATH_MAX];
+static volatile sig_atomic_t tmp_used[TMP_SLOTS];
+static pid_t tmp_pid[TMP_SLOTS];
+static const int tmp_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void tmp_remove_all(void)
+{
+	pid_t me = getpid();
+
+	for (int i = 0; i < TMP_SLOTS; i++)
+		if (tmp_used[i] && tmp_pid[i] == me)
+			unlink(tmp_path[i]);
+}
+
+static void tmp_on_signal(int sig)
+{
+	int e = errno;
+
+	tmp_remove_all();
+	/* SA_RESETHAND has restored the default action: die of the signal as before. */
+	raise(sig);
+	errno = e;
+}
+
+/* Register tmp for removal on a signal; the slot, or -1 when all are taken. */
+static int tmp_register(const char *tmp)
+{
+	static int installed;
+
+	if (!installed) {
+		installed = 1;
+		atexit(tmp_remove_all);
+		for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++) {
+			struct sigaction old, sa;
+
+			/* A program that handles or ignores the signal keeps its way. */
+			if (sigaction(tmp_signals[k], NULL, &old) < 0 ||
+			    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+				continue;
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = tmp_on_signal;
+			sigemptyset(&sa.sa_mask);
+			sa.sa_flags = SA_RESETHAND;
+			sigaction(tmp_signals[k], &sa, NULL);
+		}
+	}
+	if (strlen(tmp) >= PATH_MAX)
+		return -1;
+	for (int i = 0; i < TMP_SLOTS; i++) {
+		if (tmp_used[i])
+			continue;
+		strcpy(tmp_path[i], tmp);
+		tmp_pid[i] = getpid();
+		/* The name is in place before the handler may look at it. */
+		atomic_signal_fence(memory_order_seq_cst);
+		tmp_used[i] = 1;
+		return i;
+	}
+	return -1;
+}
+
+char *scar_tmp_name(const char *path)
+{
+	static const char suffix[] = TMP_INFIX TMP_XS;
+	const char *base = strrchr(path, '/');
+	size_t dlen, blen, keep = NAME_MAX - 1 - (sizeof(suffix) - 1);
+	char *t;
+
+	base = base ? base + 1 : path;
+	dlen = (size_t)(base - path);
+	blen = strlen(base);
+	/* Cut the name so that the temporary's fits NAME_MAX whenever path's does. */
+	if (blen > keep)
+		blen = keep;
+	t = malloc(dlen + 1 + blen + sizeof(suffix));
+	if (t)
+		sprintf(t, "%.*s.%.*s%s", (int)dlen, path, (int)blen, base, suffix);
+	return t;
+}
+
+int scar_tmp_create(const char *path, char **tmp, struct scar_error *err)
+{
+	sigset_t block, saved;
+	struct stat sb;
+	mode_t mode;
+	int fd, e;
+
+	*tmp = scar_tmp_name(path);
+	if (!*tmp)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	/*
+	 * The signals wait while the file is made and registered: one arriving
+	 * between the two would leave a temporary nothing removes.
+	 */
+	sigemptyset(&block);
+	for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++)
+		sigaddset(&block, tmp_signals[k]);
+	sigprocmask(SIG_BLOCK, &block, &saved);
+	fd = mkstemp(*tmp);
+	e = errno;
+	if (fd >= 0)
+		tmp_register(*tmp);
+	sigprocmask(SIG_SETMASK, &saved, NULL);
+	if (fd < 0) {
+		int rc = scar_error_set_errno(err, e, path,
+					      "cannot create a temporary file for '%s'", path);
+
+		free(*tmp);
+		*tmp = NULL;
+		return rc;
+	}
+	/* mkstemp makes 0600: keep the mode of the file replaced, or what open(2) with 0666 would give. */
+	if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		mode = sb.st_mode & 0777;
+	} else {
+		mode = umask(0);
+		umask(mode);
+		mode = 0666 & ~mode;
+	}
+	if (fchmod(fd, mode) < 0) {
+		int rc = scar_error_set_errno(err, errno, path, "cannot set the mode of '%s'", *tmp);
+
+		close(fd);
+		scar_tmp_done(*tmp, 1);
+		*tmp = NULL;
+		return rc;
+	}
+	return fd;
+}
+
+void scar_tmp_done(char *tmp, int remove)
+{
+	if (!tmp)
+		return;
+	if (remove)
+		unlink(tmp);
+	for (int i = 0; i < TMP_SLOTS; i++)
+		if (tmp_used[i] && strcmp(tmp_path[i], tmp) == 0) {
+			tmp_used[i] = 0;
+			break;
+		}
+	free(tmp);
+}
+
+
+int scar_tmp_match(const char *entry, char *target, size_t cap)
+{
+	size_t n = strlen(entry), x = sizeof(TMP_XS) - 1, in = sizeof(TMP_INFIX) - 1, blen;
+
+	/* ".BASE.tmp.XXXXXX": a dot, a base of at least one byte, the infix, six of mkstemp's characters */
+	if (entry[0] != '.' || n < 1 + 1 + in + x || memcmp(entry + n - x - in, TMP_INFIX, in))
+		return 0;
+	for (size_t i = n - x; i < n; i++)
+		if (!((entry[i] >= 'a' && entry[i] <= 'z') || (entry[i] >= 'A' && entry[i] <= 'Z') ||
+		      (entry[i] >= '0' && entry[i] <= '9')))
+			return 0;
+	blen = n - x - in - 1;
+	if (target && cap) {
+		size_t k = blen < cap - 1 ? blen : cap - 1;
+
+		memcpy(target, entry + 1, k);
+		target[k] = '\0';
+	}
+	return 1;
+}
+
+/* The directory part of path ("." when none), malloc'd. */
+static char *dir_of(const char *path)
+{
+	const char *sl = strrchr(path, '/');
+	char *d;
+
+	if (!sl)
+		return strdup(".");
+	if (sl == path)
+		return strdup("/");
+	d = malloc((size_t)(sl - path) + 1);
+	if (d) {
+		memcpy(d, path, (size_t)(sl - path));
+		d[sl - path] = 0;
+	}
+	return d;
+}
+
+int scar_file_sync_dir(const char *path, struct scar_error *err)
+{
+	char *dir = dir_of(path);
+	int fd, rc = 0;
+
+	if (!dir)
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Some file systems cannot sync a directory (EINVAL): nothing to report. */
+	if (fd < 0 || (fsync(fd) < 0 && errno != EINVAL && errno != EROFS))
+		rc = scar_error_set_errno(err, errno, dir, "cannot sync directory '%s'", dir);
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+int scar_file_is_special(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode);
+}
+
+int scar_file_replace(const char *path, int flags, scar_write_fn fn, void *ctx,
+		      struct scar_error *err)
+{
+	char *tmp = NULL;
+	int fd, rc;
+
+	if (!path || strcmp(path, "-") == 0)
+		return fn(STDOUT_FILENO, "(stdout)", ctx, err);
+	if (scar_file_is_special(path)) {
+		/*
+		 * A device, FIFO or socket is written through, never renamed
+		 * over: replacing /dev/null with a regular file (as root) or a
+		 * FIFO with a file is not what anyone asked for.
+		 */
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+		rc = fn(fd, path, ctx, err);
+		if (close(fd) < 0 && rc >= 0)
+			rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
+		return rc < 0 ? rc : 0;
+	}
+	if ((fd = scar_tmp_create(path, &tmp, err)) < 0)
+		return fd;
+	if ((rc = fn(fd, path, ctx, err)) < 0)
+		goto fail;
+	/* Data on disk before the name points at it. */
+	if ((flags & SCAR_REPLACE_SYNC) && fsync(fd) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot sync '%s'", path);
+		goto fail;
+	}
+	rc = close(fd);
+	fd = -1;
+	if (rc < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot write '%s'", path);
+		goto fail;
+	}
+	if (rename(tmp, path) < 0) {
+		rc = scar_error_set_errno(err, errno, path, "cannot rename a temporary file to '%s'",
+					  path);
+		goto fail;
+	}
+	scar_tmp_done(tmp, 0);
+	/* The file is in place; a directory that cannot be synced is an error all the same. */
+	if (flags & SCAR_REPLACE_SYNC)
+		return scar_file_sync_dir(path, err);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	scar_tmp_done(tmp, 1);
+	return rc;
 }
 
 size_t scar_utf8_len(const char *str)

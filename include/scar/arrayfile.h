@@ -37,6 +37,7 @@
 #include <jansson.h>
 
 #include "scar/error.h"
+#include "scar/file.h"
 #include "scar/tensor.h"
 
 #ifdef __cplusplus
@@ -110,6 +111,30 @@ int scar_arrayfile_load_tensor(struct scar_arrayfile *f, size_t i,
 			       struct scar_tensor **out, struct scar_error *err);
 
 /*
+ * Read a .npy header from fd with read(2), so from a pipe too: head holds
+ * the n (<= 10) bytes already read from the file's start. On success fd is
+ * at the first data byte and t describes the array (offset: the header's
+ * length; name empty; the data, when stored is set, is stored_size bytes an
+ * element). size is the file's size when known (else UINT64_MAX): a header
+ * longer than the file is refused. A read error is SCAR_EIO with an errno;
+ * a header that is refused sets err->msg to the reason alone ("truncated
+ * header", "unsupported NPY version", "bad header length", "malformed
+ * header", "unsupported dtype '<c16'", "Fortran order is not supported"),
+ * for a caller's "not a valid .npy file: REASON". scar_arrayfile_open reads
+ * the same headers.
+ */
+int scar_npy_header_read(int fd, const char *name, const void *head, size_t n, uint64_t size,
+			 struct scar_array_info *t, struct scar_error *err);
+
+/*
+ * Turn n elements of t as the file stores them, held at the end of buf
+ * (n * t->stored_size bytes), into n elements of t->dtype filling buf
+ * (n * scar_dtype_size(t->dtype) bytes): byte-swapped and widened as
+ * scar_arrayfile_read does.
+ */
+void scar_array_decode(const struct scar_array_info *t, void *buf, size_t n);
+
+/*
  * Read a whole array file into a new state (model "", iteration 0, shards 1;
  * for safetensors, __metadata__ is copied into extra as "safetensors").
  */
@@ -120,8 +145,8 @@ int scar_array_load(const char *path, struct scar_state **out, struct scar_error
  * not fit 1.0's 16-bit length; 1 or 2 forces it. The header is padded so the
  * data starts at a multiple of 64 bytes. Absent rows of a partial tensor are
  * written as they are stored (zero after reading a checkpoint).
- * The path variant writes atomically (temporary file, fsync, rename);
- * "-" is stdout.
+ * The path variant replaces path through scar_file_replace (scar/file.h):
+ * atomically, synced, a FIFO or device written in place; "-" is stdout.
  */
 int scar_npy_write(const char *path, const struct scar_tensor *t, int version,
 		   struct scar_error *err);
@@ -140,6 +165,17 @@ int scar_safetensors_write(const char *path, const struct scar_state *st, int ro
 int scar_safetensors_write_fd(int fd, const char *name, const struct scar_state *st,
 			      int role, const json_t *metadata, struct scar_error *err);
 
+/*
+ * Write the rows of t as one JSON object and a newline, the form of
+ * `scar-ckpt export --format json`:
+ *   {"tensor":NAME,"dtype":"f32","shape":[...],"rows":[...],"data":[[...],...]}
+ * rows[i] is the index (in the tensor t was cut from) of t's row i: t has
+ * shape[0] rows, a scalar one. Floats print with 9 (f32) or 17 (f64)
+ * significant digits, non-finite values as null.
+ */
+int scar_json_rows_write_fd(int fd, const char *name, const struct scar_tensor *t,
+			    const uint64_t *rows, struct scar_error *err);
+
 /* ---- building blocks (shared by the two writers; usable by anyone) ---- */
 
 /*
@@ -153,26 +189,11 @@ int scar_safetensors_parse(const char *json, size_t len, uint64_t data_start,
 			   size_t *n, json_t **metadata, struct scar_error *err);
 
 /*
- * Write a file atomically: fn(fd, name, ctx, err) writes the contents to a
- * temporary file next to path, which is then fsync'ed and renamed over path,
- * and the directory fsync'ed. On failure path is untouched and the
- * temporary file removed. path "-" calls fn on stdout directly, named
- * "(stdout)".
- */
-int scar_write_atomic(const char *path,
-		      int (*fn)(int fd, const char *name, void *ctx, struct scar_error *err),
-		      void *ctx, struct scar_error *err);
-
-/*
  * The dtype a file type code is read as, and its size in the file: code is
  * a safetensors dtype ("F16") or a NumPy kind+size ("f2"). Returns the
  * scar dtype or 0; *stored gets the narrow type's name or NULL.
  */
 enum scar_dtype scar_array_dtype(const char *code, const char **stored, unsigned *stored_size);
-
-/* Write all of buf to fd, retrying on EINTR and short writes. */
-int scar_write_all(int fd, const void *buf, size_t len, const char *name,
-		   struct scar_error *err);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "scar/error.h"
+#include "scar/file.h"
 #include "scar/tensor.h"
 
 #ifdef __cplusplus
@@ -73,22 +74,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 int scar_name_check(const char *name, const char *what, int may_be_empty,
 		    struct scar_error *err);
 
-/*
- * The temporary file every writer replaces a file through (a checkpoint, an
- * export, an .npy or safetensors file): "DIR/.BASE.tmp.XXXXXX" beside
- * path, BASE its last component cut to its first 243 bytes so the
- * temporary's name fits NAME_MAX (255) whenever path's does. scar_tmp_name
- * returns that mkstemp template (malloc'd, NULL when out of memory).
- * scar_tmp_create makes the file with the mode of the regular file it is
- * to replace, else 0666 & ~umask, and has it removed should SIGINT,
- * SIGTERM or SIGHUP (when their action is the default) end the process;
- * it returns the descriptor and the name in *tmp, or a negative error.
- * scar_tmp_done(tmp, 0) once it is renamed into place, (tmp, 1) to remove
- * it; both free tmp.
- */
-char *scar_tmp_name(const char *path);
-int scar_tmp_create(const char *path, char **tmp, struct scar_error *err);
-void scar_tmp_done(char *tmp, int remove);
+/* The temporary every writer replaces a file through: scar_tmp_create, scar/file.h. */
 
 /*
  * Read a whole checkpoint into a new state, verifying every checksum. For

@@ -191,6 +191,8 @@ void scar_dist_dir_unlock(const char *dir, int fd);
 
 /* Nonzero when the file name of path is a rank file's, "*.rank-R.ckpt" (R decimal). */
 int scar_dist_is_rank_file(const char *path);
+/* Nonzero when path names a distributed checkpoint's manifest ("*.manifest"). */
+int scar_dist_is_manifest(const char *path);
 
 /*
  * The checkpoints of directory dir as scar_ckpt_list gives them (by
