@@ -28,6 +28,7 @@
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "cli.h"
+#include "options.h"
 #include "subcmd.h"
 
 #ifndef MAP_POPULATE
@@ -140,7 +141,7 @@ static const struct cli_command commands[] = {
 	  "  --format F      raw, npy, json or safetensors (default: from OUT's suffix, else raw)\n"
 	  "  --help          show this help and exit\n"
 	  "  -o, --output OUT  write to OUT (default stdout)\n"
-	  "  --rows A:B      only rows A..B-1 (A or B may be left out)\n"
+	  "  --rows A:B      only rows A..B-1 (either end may be left out)\n"
 	  "  --shard N       only the rows of shard N\n"
 	  "  --tensor NAME   the tensor to export (needed when there are several)\n" },
 	{ "import", cmd_import,
@@ -888,26 +889,6 @@ static int has_suffix(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-/* "A:B", "A:", ":B" or ":" ; B is exclusive. */
-static void parse_rows(const char *s, uint64_t *a, uint64_t *b)
-{
-	const char *colon = strchr(s, ':');
-	char buf[32];
-	size_t n;
-
-	if (!colon)
-		cli_usage_error("option '--rows': '%s' is not A:B", s);
-	n = (size_t)(colon - s);
-	if (n >= sizeof(buf))
-		cli_usage_error("option '--rows': '%s' is not A:B", s);
-	memcpy(buf, s, n);
-	buf[n] = 0;
-	*a = n ? cli_parse_u64("--rows", buf, 0, UINT64_MAX) : 0;
-	*b = colon[1] ? cli_parse_u64("--rows", colon + 1, 0, UINT64_MAX) : UINT64_MAX;
-	if (*b < *a)
-		cli_usage_error("option '--rows': '%s' ends before it starts", s);
-}
-
 static const char *npy_descr(enum scar_dtype t)
 {
 	switch (t) {
@@ -1045,8 +1026,8 @@ static int cmd_export(int argc, char **argv)
 		switch (c) {
 		case OPT_FORMAT: fmt = parse_format(optarg); break;
 		case 'o': out_path = optarg; break;
-		case OPT_ROWS: parse_rows(optarg, &a, &b); break;
-		case OPT_SHARD: shard = cli_parse_u64("--shard", optarg, 0, SCAR_MAX_SHARDS - 1); break;
+		case OPT_ROWS: cli_parse_rows("--rows", optarg, &a, &b); break;
+		case OPT_SHARD: shard = cli_parse_shard("--shard", optarg); break;
 		case OPT_TENSOR: tname = optarg; break;
 		}
 	}
