@@ -19,6 +19,7 @@
 #include "scar/events.h"
 #include "scar/file.h"
 #include "cli.h"
+#include "options.h"
 #include "subcmd.h"
 
 enum {
@@ -708,7 +709,7 @@ static int cmd_plan(int argc, char **argv)
 		case OPT_C: po.c = cli_parse_double("--c", optarg, 0, 1); break;
 		case OPT_D: D = cli_parse_double("--D", optarg, 0, 1e300); break;
 		case OPT_FAILURE_RATE:
-			po.fail_rate = cli_parse_double("--failure-rate", optarg, 0, 1);
+			po.fail_rate = cli_parse_probability("--failure-rate", optarg);
 			break;
 		case OPT_ITERS: po.iters = cli_parse_u64("--iters", optarg, 1, 100000000); break;
 		case OPT_JSON: json = 1; break;

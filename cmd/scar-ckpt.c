@@ -102,7 +102,7 @@ static const struct cli_command commands[] = {
 	  "  --format F      raw, npy, json or safetensors (default: from OUT's suffix, else raw)\n"
 	  "  --help          show this help and exit\n"
 	  "  -o, --output OUT  write to OUT (default stdout)\n"
-	  "  --rows A:B      only rows A..B-1 (A or B may be left out)\n"
+	  "  --rows A:B      only rows A..B-1 (either end may be left out)\n"
 	  "  --shard N       only the rows of shard N\n"
 	  "  --tensor NAME   the tensor to export (needed when there are several)\n" },
 	{ "import", cmd_import,

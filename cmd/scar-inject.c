@@ -21,6 +21,7 @@
 #include "scar/model.h"
 #include "scar/perturb.h"
 #include "cli.h"
+#include "options.h"
 
 enum {
 	OPT_BITFLIP_COUNT = 256, OPT_BITFLIP_RATE, OPT_BITS, OPT_LOSE_COUNT, OPT_LOSE_FRACTION,
@@ -91,7 +92,8 @@ static const char *const kind_names[] = { "none", "lose", "noise", "bitflip", "q
 struct args {
 	enum kind kind;
 	const char *kind_opt;
-	const char *lose_list;
+	struct cli_shard_list lose_list;
+	int have_lose_list;
 	uint64_t lose_count;
 	double lose_fraction;
 	const char *reset;
@@ -118,62 +120,6 @@ static void set_kind(struct args *a, enum kind k, const char *opt)
 				"(pipe scar-inject into itself to combine)", a->kind_opt, opt);
 	a->kind = k;
 	a->kind_opt = opt;
-}
-
-static void parse_rows(const char *s, struct scar_select *sel)
-{
-	const char *colon = strchr(s, ':');
-	char lo[32];
-	size_t n;
-
-	if (!colon)
-		cli_usage_error("option '--rows': '%s' is not A:B", s);
-	n = (size_t)(colon - s);
-	if (n >= sizeof(lo))
-		cli_usage_error("option '--rows': '%s' is not A:B", s);
-	memcpy(lo, s, n);
-	lo[n] = 0;
-	sel->row_lo = n ? cli_parse_u64("--rows", lo, 0, UINT64_MAX - 1) : 0;
-	sel->row_hi = colon[1] ? cli_parse_u64("--rows", colon + 1, 1, UINT64_MAX) : UINT64_MAX;
-	if (sel->row_hi <= sel->row_lo)
-		cli_usage_error("option '--rows': '%s' is an empty range", s);
-}
-
-/* "0,3,5-7" into lost[S]; usage error on anything else, a shard >= S through scar_shards_check. */
-static void parse_shards(const char *list, uint32_t S, uint8_t *lost)
-{
-	char *copy = strdup(list), *save = NULL, *tok;
-	struct scar_error err;
-
-	if (!copy)
-		cli_die("out of memory");
-	scar_error_clear(&err);
-	memset(lost, 0, S);
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *dash = strchr(tok, '-');
-		uint64_t a, b;
-		uint32_t last;
-
-		if (dash && dash != tok) {
-			if (!dash[1])
-				cli_usage_error("option '--lose-shards': '%s' is not a shard or a range A-B",
-						tok);
-			*dash = 0;
-			a = cli_parse_u64("--lose-shards", tok, 0, UINT32_MAX);
-			b = cli_parse_u64("--lose-shards", dash + 1, 0, UINT32_MAX);
-		} else {
-			a = b = cli_parse_u64("--lose-shards", tok, 0, UINT32_MAX);
-		}
-		if (a > b)
-			cli_usage_error("option '--lose-shards': %llu-%llu is an empty range",
-					(unsigned long long)a, (unsigned long long)b);
-		last = (uint32_t)b;
-		if (scar_shards_check(&last, 1, 0, S, &err) < 0)
-			cli_usage_error("option '--lose-shards': %s", err.msg);
-		for (uint64_t s = a; s <= b; s++)
-			lost[s] = 1;
-	}
-	free(copy);
 }
 
 static struct scar_state *load(const char *path)
@@ -311,7 +257,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_BITFLIP_RATE:
 			set_kind(&a, K_BITFLIP, "--bitflip-rate");
-			a.bit_rate = cli_parse_double("--bitflip-rate", optarg, 0, 1);
+			a.bit_rate = cli_parse_probability("--bitflip-rate", optarg);
 			break;
 		case OPT_BITS:
 			if (!scar_bits_parse(optarg))
@@ -331,8 +277,8 @@ int main(int argc, char **argv)
 		case OPT_LOSE_SHARDS:
 			set_kind(&a, K_LOSE, "--lose-shards");
 			/* now, not after reading the input: a usage error costs no I/O */
-			cli_check_list("--lose-shards", optarg, ",");
-			a.lose_list = optarg;
+			cli_parse_shard_list("--lose-shards", optarg, &a.lose_list);
+			a.have_lose_list = 1;
 			break;
 		case OPT_MIX:
 			a.mix = cli_parse_double("--mix", optarg, 0, 1);
@@ -361,13 +307,13 @@ int main(int argc, char **argv)
 						"from=OLD", optarg);
 			a.reset = optarg;
 			break;
-		case OPT_ROWS: parse_rows(optarg, &a.sel); break;
+		case OPT_ROWS: cli_parse_rows("--rows", optarg, &a.sel.row_lo, &a.sel.row_hi); break;
 		case OPT_SEED:
 			a.seed = cli_parse_u64("--seed", optarg, 0, UINT64_MAX);
 			a.have_seed = 1;
 			break;
 		case OPT_SHARD:
-			a.sel.shard = (int64_t)cli_parse_u64("--shard", optarg, 0, UINT32_MAX);
+			a.sel.shard = cli_parse_shard("--shard", optarg);
 			break;
 		case OPT_STALE:
 			set_kind(&a, K_STALE, "--stale");
@@ -429,8 +375,17 @@ int main(int argc, char **argv)
 		lost = calloc(S, 1);
 		if (!lost || !ls)
 			cli_die("out of memory");
-		if (a.lose_list) {
-			parse_shards(a.lose_list, S, lost);
+		if (a.have_lose_list) {
+			uint32_t *v = malloc(S * sizeof(*v));
+			size_t n;
+
+			if (!v)
+				cli_die("out of memory");
+			n = cli_shard_list_expand("--lose-shards", &a.lose_list, S, v, S);
+			for (size_t i = 0; i < n; i++)
+				lost[v[i]] = 1;
+			free(v);
+			cli_shard_list_free(&a.lose_list);
 		} else {
 			uint64_t n = a.lose_count;
 

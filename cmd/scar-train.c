@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "scar/ckpt.h"
 #include "scar/dist.h"
 #include "scar/events.h"
@@ -48,7 +49,7 @@ static const char usage_text[] =
 "Failures and recovery:\n"
 "      --fail-at LIST      fail after these iterations (comma-separated)\n"
 "      --fail-prob P       fail after each iteration with probability P\n"
-"      --lose-shards LIST  a failure loses these shards\n"
+"      --lose-shards LIST  a failure loses these shards (e.g. 0,3,5-7)\n"
 "      --lose-count N      a failure loses N shards chosen by seed (default 1; 0: a null failure)\n"
 "      --lose-fraction F   a failure loses a fraction F of the shards\n"
 "      --fail-seed N       seed of failure times, lost shards, random rows (default 1)\n"
@@ -111,27 +112,6 @@ static const struct option long_options[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
-
-/* Parse "a,b,c" of integers in [min, max] into v; returns the count. */
-static size_t parse_list(const char *opt, const char *s, uint64_t *v, size_t cap,
-			 uint64_t min, uint64_t max)
-{
-	char *copy = strdup(s), *save = NULL, *tok;
-	size_t n = 0;
-
-	if (!copy)
-		cli_die("out of memory");
-	cli_check_list(opt, s, ",");
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == cap)
-			cli_usage_error("option '%s': more than %zu values", opt, cap);
-		v[n++] = cli_parse_u64(opt, tok, min, max);
-	}
-	free(copy);
-	if (!n)
-		cli_usage_error("option '%s' needs a value", opt);
-	return n;
-}
 
 static void progress(uint64_t clock, uint64_t total, void *arg)
 {
@@ -260,7 +240,7 @@ int main(int argc, char **argv)
 	json_t *config = json_object(), *reference = NULL, *reference_header = NULL;
 	const char *model = "mlr", *save = NULL, *events_path = NULL, *resume_path = NULL;
 	const char *reference_path = NULL;
-	uint64_t tmp[SCAR_TRAIN_MAX_LOSE];
+	struct cli_shard_list lose_shards = { 0, NULL };
 	struct scar_train_resume_info resume_info;
 	int c, quiet = 0, shards_given = 0, model_given = 0, rc;
 	int policy_given = 0, interval_given = 0, fraction_given = 0, seed_given = 0;
@@ -337,14 +317,13 @@ int main(int argc, char **argv)
 		case OPT_NOCOMPRESS: o.ckpt_compress = 0; break;
 		case OPT_NOSYNC: o.ckpt_sync = 0; break;
 		case OPT_FAILAT:
-			o.nfail_at = parse_list("--fail-at", optarg, o.fail_at, SCAR_TRAIN_MAX_FAILS, 1, 100000000);
+			o.nfail_at = cli_parse_u64_list("--fail-at", optarg, o.fail_at, SCAR_TRAIN_MAX_FAILS,
+							 1, 100000000);
 			break;
-		case OPT_FAILPROB: o.fail_prob = cli_parse_double("--fail-prob", optarg, 0, 1); break;
+		case OPT_FAILPROB: o.fail_prob = cli_parse_probability("--fail-prob", optarg); break;
 		case OPT_LOSESHARDS:
-			o.nlose_list = parse_list("--lose-shards", optarg, tmp, SCAR_TRAIN_MAX_LOSE, 0,
-						  SCAR_TRAIN_MAX_LOSE - 1);
-			for (size_t i = 0; i < o.nlose_list; i++)
-				o.lose_list[i] = (uint32_t)tmp[i];
+			/* checked against the shards once they are known (a resume's) */
+			cli_parse_shard_list("--lose-shards", optarg, &lose_shards);
 			o.lose_mode = SCAR_LOSE_LIST;
 			break;
 		case OPT_LOSECOUNT:
@@ -472,6 +451,10 @@ int main(int argc, char **argv)
 		if (o.fail_at[i] > o.iters)
 			cli_usage_error("option '--fail-at': iteration %llu is after the last (%llu)",
 					(unsigned long long)o.fail_at[i], (unsigned long long)o.iters);
+	if (o.lose_mode == SCAR_LOSE_LIST)
+		o.nlose_list = cli_shard_list_expand("--lose-shards", &lose_shards, o.shards,
+						     o.lose_list, SCAR_TRAIN_MAX_LOSE);
+	cli_shard_list_free(&lose_shards);
 	if (reference_path) {
 		FILE *f = open_input(reference_path, &err);
 		struct scar_events *ev;

@@ -23,6 +23,7 @@
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "cli.h"
+#include "options.h"
 #include "subcmd.h"
 
 enum {

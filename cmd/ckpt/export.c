@@ -16,26 +16,6 @@ static enum format parse_format(const char *s)
 	cli_usage_error("option '--format': '%s' is not raw, npy, json or safetensors", s);
 }
 
-/* "A:B", "A:", ":B" or ":" ; B is exclusive. */
-static void parse_rows(const char *s, uint64_t *a, uint64_t *b)
-{
-	const char *colon = strchr(s, ':');
-	char buf[32];
-	size_t n;
-
-	if (!colon)
-		cli_usage_error("option '--rows': '%s' is not A:B", s);
-	n = (size_t)(colon - s);
-	if (n >= sizeof(buf))
-		cli_usage_error("option '--rows': '%s' is not A:B", s);
-	memcpy(buf, s, n);
-	buf[n] = 0;
-	*a = n ? cli_parse_u64("--rows", buf, 0, UINT64_MAX) : 0;
-	*b = colon[1] ? cli_parse_u64("--rows", colon + 1, 0, UINT64_MAX) : UINT64_MAX;
-	if (*b < *a)
-		cli_usage_error("option '--rows': '%s' ends before it starts", s);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -114,8 +94,8 @@ int cmd_export(int argc, char **argv)
 		switch (c) {
 		case OPT_FORMAT: fmt = parse_format(optarg); break;
 		case 'o': out_path = optarg; break;
-		case OPT_ROWS: parse_rows(optarg, &a, &b); break;
-		case OPT_SHARD: shard = cli_parse_u64("--shard", optarg, 0, SCAR_MAX_SHARDS - 1); break;
+		case OPT_ROWS: cli_parse_rows("--rows", optarg, &a, &b); break;
+		case OPT_SHARD: shard = cli_parse_shard("--shard", optarg); break;
 		case OPT_TENSOR: tname = optarg; break;
 		}
 	}

@@ -207,35 +207,6 @@ double cli_parse_double(const char *opt, const char *s, double min, double max)
 	return v;
 }
 
-double cli_parse_fraction(const char *opt, const char *s)
-{
-	const char *slash;
-	double v;
-
-	need_value(opt, s);
-	slash = strchr(s, '/');
-	if (slash) {
-		char num[64];
-		size_t n = (size_t)(slash - s);
-		double a, b;
-
-		if (n == 0 || n >= sizeof(num))
-			cli_usage_error("option '%s': '%s' is not a fraction", opt, s);
-		memcpy(num, s, n);
-		num[n] = 0;
-		a = cli_parse_double(opt, num, 0, 1e18);
-		b = cli_parse_double(opt, slash + 1, 0, 1e18);
-		if (b == 0)
-			cli_usage_error("option '%s': '%s' divides by zero", opt, s);
-		v = a / b;
-	} else {
-		v = cli_parse_double(opt, s, -1e308, 1e308);
-	}
-	if (!(v > 0 && v <= 1))
-		cli_usage_error("option '%s': %s is not a fraction in (0, 1]", opt, s);
-	return v;
-}
-
 int cli_is_stdio(const char *path)
 {
 	return !path || strcmp(path, "-") == 0;

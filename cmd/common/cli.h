@@ -51,8 +51,7 @@ double cli_parse_double(const char *opt, const char *s, double min, double max);
  * strtok would skip in silence.
  */
 void cli_check_list(const char *opt, const char *s, const char *seps);
-/* A fraction in (0, 1]; also accepts "a/b". */
-double cli_parse_fraction(const char *opt, const char *s);
+/* Fractions, row ranges, shard lists: options.h. */
 
 /* "-" or NULL */
 int cli_is_stdio(const char *path);

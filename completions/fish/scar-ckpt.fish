@@ -26,8 +26,8 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l dtype -x -a 'f
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert import" -l shards -x -d 'shard count'
 
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l format -x -a 'raw npy json safetensors' -d 'output format'
-complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l rows -x -d 'row range A:B'
-complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l shard -x -d 'only this shard'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l rows -x -d 'only rows A..B-1 (A:B)'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l shard -x -d 'only the rows of shard N'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l tensor -x -d 'tensor name'
 
 complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l dtype -x -a 'f32 f64 i32 u32 i64 u64 u8' -d 'element type'
