@@ -947,3 +947,65 @@ int scar_store_write(const struct scar_store *s, const struct scar_state *view,
 	return o->comm ? write_dist(s, view, o, &so, bytes, err) :
 		write_file(s, view, &so, bytes, err);
 }
+
+/*
+ * ---- scar/dist.h's names for the directory functions, kept for their
+ * callers: the store is where they live now ----
+ */
+
+int scar_dist_rank_file_name(char *buf, size_t len, uint64_t iteration, uint32_t rank)
+{
+	return scar_store_rank_file_name(buf, len, iteration, rank);
+}
+
+int scar_dist_manifest_name(char *buf, size_t len, uint64_t iteration)
+{
+	return scar_store_manifest_name(buf, len, iteration);
+}
+
+int scar_dist_is_rank_file(const char *path)
+{
+	return scar_store_is_rank_file(path);
+}
+
+int scar_dist_ckpt_list(const char *dir, struct scar_ckpt_entry **out, size_t *n,
+			size_t *skipped, struct scar_error *err)
+{
+	struct scar_store s;
+
+	scar_store_init(&s, dir);
+	return scar_store_list(&s, 0, out, n, skipped, err);
+}
+
+int scar_dist_resume_load(const char *path, struct scar_state **out, size_t *skipped,
+			  char *used_path, size_t used_len, scar_dist_skip_fn skip, void *arg,
+			  struct scar_error *err)
+{
+	return scar_store_resume_load(path, out, skipped, used_path, used_len, skip, arg, err);
+}
+
+int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *skipped,
+			  char *used_path, size_t used_len, struct scar_error *err)
+{
+	return scar_dist_resume_load(path, out, skipped, used_path, used_len, NULL, NULL, err);
+}
+
+int scar_dist_dir_lock(const char *dir, int *fd_out, struct scar_error *err)
+{
+	struct scar_store s;
+	int rc;
+
+	scar_store_init(&s, dir);
+	rc = scar_store_lock(&s, err);
+	*fd_out = s.lock;
+	return rc;
+}
+
+void scar_dist_dir_unlock(const char *dir, int fd)
+{
+	struct scar_store s;
+
+	scar_store_init(&s, dir);
+	s.lock = fd;
+	scar_store_unlock(&s);
+}

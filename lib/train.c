@@ -14,52 +14,6 @@
 #include "scar/train.h"
 #include "train_internal.h"
 
-static const char *const policy_names[] = { "none", "full", "round-robin", "random", "priority" };
-static const char *const recovery_names[] = { "partial", "full", "none" };
-
-const char *scar_policy_name(enum scar_policy p)
-{
-	return (unsigned)p < 5 ? policy_names[p] : NULL;
-}
-
-int scar_policy_parse(const char *name)
-{
-	for (int i = 0; name && i < 5; i++)
-		if (strcmp(name, policy_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-const char *scar_recovery_name(enum scar_recovery r)
-{
-	return (unsigned)r < 3 ? recovery_names[r] : NULL;
-}
-
-int scar_recovery_parse(const char *name)
-{
-	for (int i = 0; name && i < 3; i++)
-		if (strcmp(name, recovery_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-void scar_train_opts_init(struct scar_train_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->shards = 1;
-	o->iters = 50;
-	o->policy = SCAR_POLICY_NONE;
-	o->interval = 8;
-	o->fraction = 1.0;
-	o->ckpt_compress = 1;
-	o->ckpt_sync = 1;
-	o->recovery = SCAR_RECOVER_PARTIAL;
-	o->lose_mode = SCAR_LOSE_COUNT;
-	o->lose_count = 1;
-	o->cost_window = 1;
-	o->tool = "scar-train";
-}
-
 static int is_param(const struct scar_tensor *x)
 {
 	return x->role == SCAR_ROLE_PARAM;

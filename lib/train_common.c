@@ -190,39 +190,6 @@ int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *co
 	return 0;
 }
 
-/* A resumed clock counts the iterations executed: an integer at or after the state's iteration. */
-static int clock_ok(const struct scar_state *st)
-{
-	const json_t *ck = json_object_get(st->extra, "clock");
-
-	return !ck || (json_is_integer(ck) && json_integer_value(ck) >= 0 &&
-		       (uint64_t)json_integer_value(ck) >= st->iteration);
-}
-
-int scar_train_check_resume(const struct scar_state *st, json_t **config, struct scar_error *err)
-{
-	struct scar_error e;
-	int rc;
-
-	if (config)
-		*config = NULL;
-	scar_error_clear(&e);
-	/* The same validation as --set and --config; only the class of the error differs. */
-	if ((rc = scar_model_configure(st->model, st->config, config, &e)))
-		return rc == SCAR_ENOMEM ? scar_error_set(err, rc, "out of memory") :
-			scar_error_set(err, SCAR_ECORRUPT, "checkpoint metadata: %s", e.msg);
-	if (!clock_ok(st)) {
-		if (config) {
-			json_decref(*config);
-			*config = NULL;
-		}
-		return scar_error_set(err, SCAR_ECORRUPT,
-				      "checkpoint metadata: extra \"clock\" is not a whole number at or after its iteration %llu",
-				      (unsigned long long)st->iteration);
-	}
-	return 0;
-}
-
 int scar_train_config(const struct scar_train_opts *o, const struct scar_model_def *def,
 		      json_t **config, struct scar_error *err)
 {
@@ -273,7 +240,7 @@ static int check_resume_clock(struct scar_train_ctx *c)
 {
 	uint64_t clock;
 
-	if (!clock_ok(c->st))
+	if (!scar_train_clock_ok(c->st))
 		return scar_error_set(c->err, SCAR_ECORRUPT,
 				      "checkpoint's extra \"clock\" is not a whole number at or after its iteration %llu",
 				      (unsigned long long)c->st->iteration);

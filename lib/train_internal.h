@@ -181,6 +181,8 @@ int scar_train_new_state(struct scar_train_ctx *c, json_t *config, struct scar_s
 int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *fresh);
 /* The clock a resumed c->st was saved at (its extra "clock", else its iteration). */
 uint64_t scar_train_resume_clock(const struct scar_state *st);
+/* A resumed clock counts the iterations executed: absent, or an integer at or after st->iteration (train_resume.c). */
+int scar_train_clock_ok(const struct scar_state *st);
 /* The cost's target from nref reference objectives, which ci borrows (SCAR_EINVAL when fewer than --iters + 1). */
 int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, size_t nref,
 			   struct scar_train_cost *ci);

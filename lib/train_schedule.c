@@ -1,4 +1,7 @@
-/* train_schedule.c - checkpoint and failure schedules shared by both trainers (train_internal.h). */
+/*
+ * train_schedule.c - checkpoint and failure schedules shared by both trainers
+ * (train_internal.h), and the names and defaults of the options (scar/train.h).
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,4 +201,52 @@ double scar_train_sqdist(const struct scar_tensor *x, const void *a, const void 
 		sum = s;
 	}
 	return sum + comp;
+}
+
+/* ---- the names of policies and recoveries, and the options' defaults ---- */
+
+static const char *const policy_names[] = { "none", "full", "round-robin", "random", "priority" };
+static const char *const recovery_names[] = { "partial", "full", "none" };
+
+const char *scar_policy_name(enum scar_policy p)
+{
+	return (unsigned)p < 5 ? policy_names[p] : NULL;
+}
+
+int scar_policy_parse(const char *name)
+{
+	for (int i = 0; name && i < 5; i++)
+		if (strcmp(name, policy_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *scar_recovery_name(enum scar_recovery r)
+{
+	return (unsigned)r < 3 ? recovery_names[r] : NULL;
+}
+
+int scar_recovery_parse(const char *name)
+{
+	for (int i = 0; name && i < 3; i++)
+		if (strcmp(name, recovery_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void scar_train_opts_init(struct scar_train_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->shards = 1;
+	o->iters = 50;
+	o->policy = SCAR_POLICY_NONE;
+	o->interval = 8;
+	o->fraction = 1.0;
+	o->ckpt_compress = 1;
+	o->ckpt_sync = 1;
+	o->recovery = SCAR_RECOVER_PARTIAL;
+	o->lose_mode = SCAR_LOSE_COUNT;
+	o->lose_count = 1;
+	o->cost_window = 1;
+	o->tool = "scar-train";
 }
