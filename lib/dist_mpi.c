@@ -446,7 +446,7 @@ out:
 
 /* ---- the hooks of the shared trainer ---- */
 
-/* After the owners restored their lost rows (train_common.c): every worker's copy from the owners. */
+/* After the owners restored their lost rows (train_loop.c): every worker's copy from the owners. */
 static int sync_recovered(struct scar_train_ctx *c)
 {
 	struct dt *t = dt_of(c);

@@ -1,10 +1,10 @@
 /*
- * model_lda.h - the pieces of the lda model (model_lda.c) that the MPI
- * trainer (dist_mpi.c) runs on different ranks: the AD-LDA sweep of
+ * model_lda.h - the pieces of the lda model (model_lda.c) that its
+ * distributed step runs on different ranks: the AD-LDA sweep of
  * "workers" W > 1 blocks of documents, each sampled against the counts of
  * the start of the sweep with the sweep's keyed draws, and the per-document
- * log-likelihoods the objective adds in document order. Not part of the
- * public API; the model pointer must be an instance of the "lda" model.
+ * log-likelihoods the objective adds in document order. Declared here for
+ * the unit tests; not part of the public API; the model pointer must be an instance of the "lda" model.
  */
 #ifndef SCAR_MODEL_LDA_H
 #define SCAR_MODEL_LDA_H

@@ -1,11 +1,11 @@
 /*
- * model_mf.h - the pieces of the mf model (model_mf.c) that the MPI trainer
- * (dist_mpi.c) runs on the owners of the rows, so that a distributed ALS
+ * model_mf.h - the pieces of the mf model (model_mf.c) that its distributed
+ * step runs on the owners of the rows, so that a distributed ALS
  * sweep does every floating-point operation of the single-process one:
  * the per-row solves, and the per-user and per-item terms of the sums the
  * model adds up in user (then item) order; and the DSGD epoch of solver
- * "sgd" with "workers" W > 1, whose blocks the ranks run. Not part of the
- * public API; the model pointer must be an instance of the "mf" model.
+ * "sgd" with "workers" W > 1, whose blocks the ranks run. Declared here for
+ * the unit tests (test-models, test-coupled); not part of the public API; the model pointer must be an instance of the "mf" model.
  */
 #ifndef SCAR_MODEL_MF_H
 #define SCAR_MODEL_MF_H

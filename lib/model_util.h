@@ -257,7 +257,7 @@ static inline uint64_t mu_state_seed(const struct scar_state *st, uint64_t def)
  * parameters were perturbed visits the examples in the same order as its
  * reference, and a rolled-back run replays its orders.
  */
-#define SCAR_MLR_ORDER_STREAM 32	/* mlr's epoch orders (also dist_mpi.c) */
+#define SCAR_MLR_ORDER_STREAM 32	/* mlr's epoch orders (one-process and distributed step) */
 #define SCAR_MF_ORDER_STREAM 3		/* mf sgd's epoch orders */
 #define SCAR_LDA_GIBBS_STREAM 24	/* lda's Gibbs draws */
 

@@ -1,5 +1,5 @@
 /*
- * train_internal.h - what the single-process trainer (train.c) and the MPI
+ * train_internal.h - what the single-process trainer (train_local.c) and the MPI
  * trainer (dist_mpi.c) must do identically: the checkpoint and failure
  * schedules, the rows a checkpoint saves, recovery, the event records, the
  * loop and the iteration cost. One copy, so a distributed run cannot drift
@@ -63,7 +63,7 @@ int scar_train_pick_shards(const struct scar_train_opts *o, uint32_t S, uint64_t
 double scar_train_sqdist(const struct scar_tensor *x, const void *a, const void *b, uint64_t off,
 			 uint64_t n);
 
-/* ---- the trainer both run (train_common.c) ---- */
+/* ---- the trainer both run (train_loop.c) ---- */
 
 struct scar_train_ctx;
 
@@ -123,7 +123,7 @@ struct scar_train_ctx {
 	struct scar_train_result *res;
 	struct scar_error *err;
 	/*
-	 * Divergence by growth (train_common.c, scar-train(1)): the best
+	 * Divergence by growth (train_loop.c, scar-train(1)): the best
 	 * objective so far; over the run's starts (its first record and the
 	 * first after each failure) the largest magnitude and the worst value;
 	 * the failures counted at the last record.

@@ -1,5 +1,5 @@
 /*
- * train_common.c - the training run both trainers share (train_internal.h):
+ * train_loop.c - the training run both trainers share (train_internal.h):
  * row selection, recovery, the event records, the loop and the cost. What
  * differs between one process and MPI ranks is behind struct scar_train_ops
  * and the row ownership rule, which gives rank 0 every row when P = 1.

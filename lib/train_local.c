@@ -1,6 +1,8 @@
 /*
- * train.c - the training loop: checkpoint policies, failures, recovery and
- * iteration cost (see scar/train.h; the semantics are in scar-train(1)).
+ * train_local.c - scar_train_run in one process: the loop of train_loop.c
+ * with the model's own step, its checkpoints written by the store, and the
+ * reference run of --cost (see scar/train.h; the semantics are in
+ * scar-train(1)). The MPI trainer is dist_mpi.c.
  */
 #include <stdlib.h>
 #include <string.h>
