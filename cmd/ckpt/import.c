@@ -111,7 +111,7 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 	is_reg = S_ISREG(st.st_mode);
 	fsize = (uint64_t)st.st_size;
 	memcpy(shape, io->shape, sizeof(shape));
-	/* An .npy file starts with "\x93NUMPY"; anything else is raw. */
+	/* An .npy file is what the library's sniffer says; anything else is raw. */
 	if (!is_reg || fsize >= 10) {
 		if ((k = scar_read_upto(fd, head, 10)) < 0) {
 			rc = (int)k;
@@ -120,7 +120,7 @@ static struct scar_tensor *import_file(const char *path, const char *name,
 		if (is_reg && k < 10)
 			goto shrank;
 		pre = (size_t)k;
-		npy = pre == 10 && memcmp(head, "\x93NUMPY", 6) == 0;
+		npy = pre == 10 && scar_array_sniff(head, pre) == SCAR_ARRAY_NPY;
 		if (!npy && is_reg) {
 			if (lseek(fd, 0, SEEK_SET) != 0) {
 				cli_warn("cannot read '%s': %s", path, strerror(errno));
