@@ -1092,7 +1092,6 @@ static const struct scar_model_dist lda_dist = {
 	.free = lda_dist_free,
 };
 
-
 const struct scar_model_def scar_model_lda = {
 	.name = "lda",
 	.summary = "latent Dirichlet allocation by collapsed Gibbs sampling (one sweep per iteration)",
