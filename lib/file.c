@@ -145,8 +145,15 @@ static void tmp_on_signal(int sig)
 {
 	int e = errno;
 
+	/*
+	 * The handler runs with all three signals blocked (sa_mask): a second
+	 * one, as timeout(1) sends to the child and then to its process group,
+	 * waits instead of killing the process before the unlink. Then die of
+	 * the signal as before: the raised one is delivered, with the default
+	 * action, when the handler returns and the mask is restored.
+	 */
 	tmp_remove_all();
-	/* SA_RESETHAND has restored the default action: die of the signal as before. */
+	signal(sig, SIG_DFL);
 	raise(sig);
 	errno = e;
 }
@@ -169,7 +176,8 @@ static int tmp_register(const char *tmp)
 			memset(&sa, 0, sizeof(sa));
 			sa.sa_handler = tmp_on_signal;
 			sigemptyset(&sa.sa_mask);
-			sa.sa_flags = SA_RESETHAND;
+			for (size_t j = 0; j < sizeof(tmp_signals) / sizeof(tmp_signals[0]); j++)
+				sigaddset(&sa.sa_mask, tmp_signals[j]);
 			sigaction(tmp_signals[k], &sa, NULL);
 		}
 	}

@@ -107,6 +107,29 @@ signal_convert() {
 	signal_convert INT
 }
 
+# timeout(1) sends the signal to the tool and then to its process group: a
+# second signal while the handler runs must wait, not kill before the unlink
+# (CI lost a temporary that way once). The window is microseconds, so this
+# guards the behaviour rather than reproducing the race every time.
+@test "two SIGTERMs back to back in the middle of convert remove the temporary file" {
+	seq 1 3000000 | head -c 16777216 > s.raw
+	scar-ckpt import --no-sync --dtype u8 --shape 16384,1024 -o s.ckpt s.raw
+	for _ in 1 2 3; do
+		scar-ckpt convert --level 12 --no-sync s.ckpt out.ckpt &
+		pid=$!
+		for _ in $(seq 600); do
+			compgen -G '.out.ckpt.tmp.*' > /dev/null && break
+			sleep 0.05
+		done
+		kill -TERM "$pid"; kill -TERM "$pid"; kill -HUP "$pid"
+		st=0
+		wait "$pid" || st=$?
+		[ "$st" -ne 0 ]
+		run ls -A
+		[[ $output != *".tmp."* ]]
+	done
+}
+
 @test "rewriting a file in place keeps its mode" {
 	head -c 16 /dev/zero > z.raw
 	scar-ckpt import --dtype f32 --shape 4 -o m.ckpt z.raw
