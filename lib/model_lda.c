@@ -110,6 +110,7 @@
 #include "scar/data.h"
 #include "scar/dist.h"
 #include "scar/model.h"
+#include "scar/shard.h"
 #include "model_lda.h"
 #include "model_util.h"
 #include "transport.h"
@@ -741,6 +742,51 @@ int scar_lda_sweep_end(struct scar_model *m, struct scar_state *st, struct scar_
 	return 0;
 }
 
+/*
+ * Recovery "rebuild" (scar(7)): the word-topic rows and the topic totals
+ * are counts of the workers' token assignments z, so the lost rows are
+ * recounted from z, exactly, at recovery time: row w of a lost shard gets
+ * n_wk = #{tokens of word w with z = k}, a lost total n_k = #{z = k}.
+ */
+static int lda_rebuild(struct scar_model *m, struct scar_state *st, const uint8_t *lost,
+		       uint32_t shards, uint64_t *rows, struct scar_error *err)
+{
+	struct lda_view v;
+	const uint32_t *z;
+	int32_t *nwk, *nk;
+	int rc;
+
+	*rows = 0;
+	if ((rc = get_view(m, st, &v, err)))
+		return rc;
+	z = v.zt->data;
+	nwk = v.wt->data;
+	nk = v.tt->data;
+	for (uint64_t t = 0; t < m->train.tokens; t++)
+		if (z[t] >= m->k)
+			return scar_error_set(err, SCAR_ECORRUPT, "tensor 'z' holds topic %u (K = %u)",
+					      z[t], m->k);
+	for (uint64_t w = 0; w < m->vocab; w++)
+		if (lost[scar_shard_of_row(w, shards)]) {
+			memset(nwk + w * m->k, 0, m->k * sizeof(*nwk));
+			(*rows)++;
+		}
+	for (uint32_t k = 0; k < m->k; k++)
+		if (lost[scar_shard_of_row(k, shards)]) {
+			nk[k] = 0;
+			(*rows)++;
+		}
+	for (uint64_t t = 0; t < m->train.tokens; t++) {
+		uint64_t w = m->train.words[t];
+
+		if (lost[scar_shard_of_row(w, shards)])
+			nwk[w * m->k + z[t]]++;
+		if (lost[scar_shard_of_row(z[t], shards)])
+			nk[z[t]]++;
+	}
+	return 0;
+}
+
 void scar_lda_info(const struct scar_model *m, struct scar_lda_info *out)
 {
 	out->workers = m->workers;
@@ -1109,5 +1155,6 @@ const struct scar_model_def scar_model_lda = {
 	.dist_to_opt = NULL,
 	.free = lda_free,
 	.effective = lda_effective,
+	.rebuild = lda_rebuild,
 	.dist = &lda_dist,
 };

@@ -77,6 +77,7 @@
 #include "scar/data.h"
 #include "scar/dist.h"
 #include "scar/model.h"
+#include "scar/shard.h"
 #include "model_mf.h"
 #include "model_util.h"
 #include "transport.h"
@@ -543,6 +544,62 @@ static int mf_step(struct scar_model *m, struct scar_state *st, struct scar_erro
 	}
 	if (!isfinite(*x.mu))
 		return scar_error_set(err, SCAR_EDIVERGED, "mf: parameters diverged");
+	return 0;
+}
+
+/*
+ * Recovery "rebuild" (scar(7)): a lost user row (p_u, b_u) is the solution
+ * of its regularized least-squares problem given the items and the ratings
+ * the workers hold - the ALS half-step, for the lost rows only - and a lost
+ * item row likewise given the users. Lost rows enter holding the saved
+ * view's values. When a shard lost rows of both sides, the users are
+ * solved against items some of which are those stale saved rows, so the
+ * order is: users, then items (given the rebuilt users), then the users
+ * again (given the rebuilt items). A lost global mean is then its ALS
+ * update given both sides, or, with sgd, the training mean it never leaves.
+ * The same objective as both solvers', so it serves sgd as well.
+ */
+static int mf_rebuild(struct scar_model *m, struct scar_state *st, const uint8_t *lost,
+		      uint32_t shards, uint64_t *rows, struct scar_error *err)
+{
+	struct mf_params x;
+	uint64_t users_lost = 0, items_lost = 0;
+	int rc = get_params(m, st, &x, err);
+
+	*rows = 0;
+	if (rc)
+		return rc;
+	for (uint32_t u = 0; u < m->users; u++)
+		users_lost += lost[scar_shard_of_row(u, shards)];
+	for (uint32_t i = 0; i < m->items; i++)
+		items_lost += lost[scar_shard_of_row(i, shards)];
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 2 && !(users_lost && items_lost))
+			break;
+		if (pass != 1) {
+			for (uint32_t u = 0; u < m->users; u++)
+				if (lost[scar_shard_of_row(u, shards)])
+					scar_mf_solve_user(m, &x, u);
+		} else {
+			for (uint32_t i = 0; i < m->items; i++)
+				if (lost[scar_shard_of_row(i, shards)])
+					scar_mf_solve_item(m, &x, i);
+		}
+	}
+	/* A user or an item is two rows: its factor row and its bias. */
+	*rows = 2 * (users_lost + items_lost);
+	if (lost[scar_shard_of_row(0, shards)]) {
+		double s = 0;
+
+		if (m->sgd) {
+			*x.mu = m->mean;
+		} else {
+			for (uint32_t u = 0; u < m->users; u++)
+				s += scar_mf_user_resid(m, &x, u);
+			*x.mu = scar_mf_mean(m, s);
+		}
+		(*rows)++;
+	}
 	return 0;
 }
 
@@ -1025,5 +1082,6 @@ const struct scar_model_def scar_model_mf = {
 	.dist_to_opt = NULL,
 	.free = mf_free,
 	.effective = mf_effective,
+	.rebuild = mf_rebuild,
 	.dist = &mf_dist,
 };

@@ -115,6 +115,10 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 				      o->fraction);
 	if (o->interval < 1)
 		return scar_error_set(err, SCAR_EINVAL, "checkpoint interval must be at least 1");
+	if (o->recovery == SCAR_RECOVER_REBUILD && !def->rebuild)
+		return scar_error_set(err, SCAR_EINVAL,
+				      "recovery 'rebuild' needs a model whose parameters are a function of what survives; %s has none (scar(7))",
+				      def->name);
 	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
 		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
 				      o->shards, SCAR_MAX_SHARDS);
@@ -489,7 +493,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	struct scar_state *st = c->st, *pre = NULL;
 	uint32_t S = st->shards;
 	uint8_t *lost = malloc(S), *rlost = calloc(c->P, 1);
-	uint64_t rows_lost = 0, pre_iter = st->iteration;
+	uint64_t rows_lost = 0, pre_iter = st->iteration, rows_rebuilt = 0;
+	double rebuild_secs = 0;
 	json_t *shards = json_array(), *ranks = json_array(), *rec;
 	double d2 = 0, obj;
 	int rc = 0;
@@ -543,7 +548,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			goto out;
 		scar_state_free(c->st);
 		c->st = st = s;
-	} else if (c->o->recovery == SCAR_RECOVER_PARTIAL) {
+	} else if (c->o->recovery == SCAR_RECOVER_PARTIAL ||
+		   c->o->recovery == SCAR_RECOVER_REBUILD) {
 		for (size_t i = 0; i < st->ntensors; i++) {
 			struct scar_tensor *x = st->tensors[i];
 			size_t rb = scar_tensor_row_bytes(x);
@@ -558,6 +564,23 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	}
 	if (c->ops->sync && (rc = c->ops->sync(c)))
 		goto out;
+	if (c->o->recovery == SCAR_RECOVER_REBUILD) {
+		/*
+		 * Every rank holds the model (the rebuilding models' every_rank)
+		 * and, after the sync, the same state: each rebuilds the same rows
+		 * the same way, the one-process result; the second sync lets the
+		 * distributed step drop what it cached.
+		 */
+		double t1 = scar_train_now();
+
+		if ((rc = agree(c, c->m ? c->def->rebuild(c->m, st, lost, S, &rows_rebuilt, c->err) :
+				scar_error_set(c->err, SCAR_EINVAL, "rebuild: rank %u holds no model",
+					       (unsigned)c->R))))
+			goto out;
+		if (c->ops->sync && (rc = c->ops->sync(c)))
+			goto out;
+		rebuild_secs = scar_train_now() - t1;
+	}
 	for (size_t i = 0; i < st->ntensors; i++) {
 		struct scar_tensor *x = st->tensors[i];
 
@@ -582,6 +605,11 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			"rows_restored", (json_int_t)(c->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
 			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
 			"resume_state_iter", (json_int_t)st->iteration, "objective", obj);
+	if (rec && c->o->recovery == SCAR_RECOVER_REBUILD) {
+		json_object_set_new(rec, "rows_rebuilt", json_integer((json_int_t)rows_rebuilt));
+		if (c->o->timing)
+			json_object_set_new(rec, "rebuild_seconds", json_real(rebuild_secs));
+	}
 	rc = scar_train_emit(c, rec);
 out:
 	scar_state_free(pre);

@@ -206,7 +206,7 @@ double scar_train_sqdist(const struct scar_tensor *x, const void *a, const void 
 /* ---- the names of policies and recoveries, and the options' defaults ---- */
 
 static const char *const policy_names[] = { "none", "full", "round-robin", "random", "priority" };
-static const char *const recovery_names[] = { "partial", "full", "none" };
+static const char *const recovery_names[SCAR_RECOVER_COUNT] = { "partial", "full", "none", "rebuild" };
 
 const char *scar_policy_name(enum scar_policy p)
 {
@@ -223,12 +223,12 @@ int scar_policy_parse(const char *name)
 
 const char *scar_recovery_name(enum scar_recovery r)
 {
-	return (unsigned)r < 3 ? recovery_names[r] : NULL;
+	return (unsigned)r < SCAR_RECOVER_COUNT ? recovery_names[r] : NULL;
 }
 
 int scar_recovery_parse(const char *name)
 {
-	for (int i = 0; name && i < 3; i++)
+	for (int i = 0; name && i < SCAR_RECOVER_COUNT; i++)
 		if (strcmp(name, recovery_names[i]) == 0)
 			return i;
 	return -1;

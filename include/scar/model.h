@@ -136,6 +136,21 @@ struct scar_model_def {
 	 */
 	int (*effective)(struct scar_model *m, json_t *out, struct scar_error *err);
 
+	/*
+	 * Optional (NULL: the model has none, scar(7) "Recovery"): recovery
+	 * "rebuild". Recompute lost parameter rows from what survives a
+	 * partial failure: the surviving param rows and the worker state
+	 * (SCAR_ROLE_STATE tensors), never the lost values. lost[s] is 1 for
+	 * each lost shard of shards (row r of a param tensor is in shard
+	 * r mod shards); on entry a lost row holds the saved view's value,
+	 * which the rebuild may start from. Rows the model cannot recompute
+	 * keep it. *rows gets the number of param rows recomputed. Deterministic,
+	 * a function of (config, data, state, lost): the MPI trainer runs it on
+	 * every rank's identical copy and gets the one-process result.
+	 */
+	int (*rebuild)(struct scar_model *m, struct scar_state *st, const uint8_t *lost,
+		       uint32_t shards, uint64_t *rows, struct scar_error *err);
+
 	/* The distributed step (above); NULL: the model does not run distributed. */
 	const struct scar_model_dist *dist;
 };

@@ -45,7 +45,9 @@ enum scar_recovery {
 	SCAR_RECOVER_PARTIAL = 0,	/* lost rows from the saved view; all else goes on */
 	SCAR_RECOVER_FULL,		/* whole state back to the last full checkpoint */
 	SCAR_RECOVER_NONE,		/* leave lost rows destroyed (zero) - for studies */
+	SCAR_RECOVER_REBUILD,		/* partial, then the model recomputes what survivors imply */
 };
+#define SCAR_RECOVER_COUNT 4
 
 /* How a failure picks the shards it loses. */
 enum scar_lose_mode {

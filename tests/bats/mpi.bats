@@ -397,3 +397,12 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 	[ "$(grep -c "^scar-train: option '--iters': '2x' is not a non-negative integer" <<< "$stderr")" -eq 1 ]
 	[ "$(grep -c "^try 'scar-train --help'" <<< "$stderr")" -eq 1 ]
 }
+
+@test "mpi: recovery rebuild (mf ALS, mf SGD, lda) is bit-identical to one process on 2 and 3 ranks" {
+	fail="--shards 8 --no-timing -q --no-sync --iters 16 --policy priority --fail-at 9 --lose-count 3 --recovery rebuild"
+	bit_identical_on "2 3" --model mf $fail
+	grep -q '"rows_rebuilt":' one.jsonl
+	bit_identical_on "2 3" --model mf --set solver=sgd --set workers=4 $fail
+	bit_identical_on "2 3" --model lda --set workers=4 $fail
+	grep -q '"rows_rebuilt":' one.jsonl
+}

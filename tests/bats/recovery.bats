@@ -1,0 +1,60 @@
+#!/usr/bin/env bats
+# Recovery beyond SCAR (scar(7) "Recovery"): the strategies a partial
+# failure can take besides restoring the saved view, their events, their
+# null tests and their refusals. The exactness of what "rebuild" computes
+# is checked in tests/unit/test-rebuild.c; MPI in mpi.bats.
+bats_require_minimum_version 1.5.0
+load helper
+
+field() { grep "\"type\":\"$1\"" | head -1 | sed "s/.*\"$2\":\([^,}]*\).*/\1/"; }
+
+FAIL="--shards 8 --policy priority --fraction 1/4 --interval 8 --fail-at 13 --lose-count 2 --no-timing -q"
+
+@test "recovery: rebuild is refused, exit 2, on a model without one (mlr, ridge)" {
+	for m in mlr ridge; do
+		run -2 scar-train -m "$m" -n 3 --recovery rebuild
+		[[ "$output" == *"recovery 'rebuild'"*"$m has none"* ]]
+	done
+	run -2 scar-train -m mf -n 3 --recovery rebuilt
+	[[ "$output" == *"unknown recovery 'rebuilt' (partial, rebuild, full, none)"* ]]
+}
+
+@test "recovery: rebuild on lda recounts the lost rows from the assignments: no perturbation, no cost" {
+	run -0 scar-train -m lda -n 25 $FAIL --recovery rebuild --cost
+	[ "$(field recovery strategy <<< "$output")" = '"rebuild"' ]
+	[ "$(field recovery delta_norm <<< "$output")" = 0.0 ]
+	[ "$(field recovery rows_rebuilt <<< "$output")" -gt 0 ]
+	[ "$(field cost cost <<< "$output")" = 0 ]
+	# partial recovery of the same failure leaves stale counts, which cost
+	run -0 scar-train -m lda -n 25 $FAIL --recovery partial --cost
+	[ "$(field recovery delta_norm <<< "$output")" != 0.0 ]
+}
+
+@test "recovery: rebuild on mf ALS perturbs less than restoring the saved view" {
+	a=$(scar-train -m mf -n 20 $FAIL --recovery partial | field recovery delta_norm)
+	b=$(scar-train -m mf -n 20 $FAIL --recovery rebuild | field recovery delta_norm)
+	echo "partial $a rebuild $b"
+	awk -v a="$a" -v b="$b" 'BEGIN { exit !(b < a / 4) }'
+}
+
+@test "recovery: a null failure under rebuild changes nothing and costs 0" {
+	for m in lda mf; do
+		run -0 scar-train -m "$m" -n 20 $FAIL --lose-count 0 --recovery rebuild --cost
+		[ "$(field recovery delta_norm <<< "$output")" = 0.0 ]
+		[ "$(field cost cost <<< "$output")" = 0 ]
+	done
+}
+
+@test "recovery: rebuild runs are deterministic and resume exactly" {
+	opts="--shards 8 --policy full --interval 4 --fail-at 13 --lose-count 2 --no-timing -q --recovery rebuild"
+	scar-train -m mf -n 20 $opts > a.jsonl
+	scar-train -m mf -n 20 $opts > b.jsonl
+	cmp a.jsonl b.jsonl
+	mkdir ck
+	scar-train -m mf -n 20 $opts --checkpoint-dir ck --no-sync > c.jsonl
+	# resumed at 12, before the failure at 13: the rest of the stream is the same
+	scar-train -n 20 --resume ck/ckpt-0000000012.ckpt ${opts/--shards 8/} > r.jsonl
+	sel='select(.type == "iteration" or .type == "failure" or .type == "recovery")'
+	diff <(jq -c "$sel | select(.iter > 12)" r.jsonl) <(jq -c "$sel | select(.iter > 12)" c.jsonl)
+	[ "$(field summary final_objective < r.jsonl)" = "$(field summary final_objective < a.jsonl)" ]
+}
