@@ -633,6 +633,21 @@ static int load_entry(const struct scar_ckpt_entry *e, struct scar_state **s, st
 		scar_dist_manifest_load(e->path, s, err) : scar_ckpt_load(e->path, s, err);
 }
 
+/* The rows partial checkpoint s holds were saved at iteration it. */
+static void mark_ages(const struct scar_state *saved, const struct scar_state *s, uint64_t it,
+		      uint64_t *const *ages)
+{
+	for (size_t t = 0; ages && t < saved->ntensors; t++) {
+		const struct scar_tensor *x = scar_state_find(s, saved->tensors[t]->name);
+
+		if (!ages[t] || !x)
+			continue;
+		for (uint64_t r = 0; r < scar_tensor_rows(x) && r < scar_tensor_rows(saved->tensors[t]); r++)
+			if (!x->present || x->present[r])
+				ages[t][r] = it;
+	}
+}
+
 /*
  * The saved view and the base of full recovery after a resume, as the run
  * had them at the resumed state's iteration k: the newest full checkpoint
@@ -643,7 +658,7 @@ static int load_entry(const struct scar_ckpt_entry *e, struct scar_state **s, st
  */
 int scar_store_saved_view(const struct scar_store *store, const struct scar_state *st,
 			  struct scar_state *saved, struct scar_state **last_full,
-			  struct scar_error *err)
+			  uint64_t *const *ages, struct scar_error *err)
 {
 	struct scar_ckpt_entry *v = NULL;
 	struct scar_state *s = NULL;
@@ -683,9 +698,12 @@ int scar_store_saved_view(const struct scar_store *store, const struct scar_stat
 		}
 	/* A full checkpoint replaces the view outright. */
 	for (size_t t = 0; t < s->ntensors; t++)
-		if (s->tensors[t]->role == SCAR_ROLE_PARAM)
+		if (s->tensors[t]->role == SCAR_ROLE_PARAM) {
 			memcpy(saved->tensors[t]->data, s->tensors[t]->data,
 			       scar_tensor_bytes(s->tensors[t]));
+			for (uint64_t r = 0; ages && ages[t] && r < scar_tensor_rows(s->tensors[t]); r++)
+				ages[t][r] = v[base].iteration;
+		}
 	/* Older than k: the run's last full checkpoint was it, not the resumed state. */
 	if (v[base].iteration < k) {
 		scar_state_free(*last_full);
@@ -701,6 +719,7 @@ int scar_store_saved_view(const struct scar_store *store, const struct scar_stat
 		if ((rc = load_entry(&v[i], &s, err)) ||
 		    (rc = scar_ckpt_apply(saved, s, err)))
 			break;
+		mark_ages(saved, s, v[i].iteration, ages);
 	}
 out:
 	saved->iteration = it;

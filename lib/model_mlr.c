@@ -685,13 +685,74 @@ static void mlr_rate(const struct scar_model *m, uint64_t epoch, float *lr, floa
 	*decay = (float)(1 - (double)*lr * m->l2);
 }
 
+/*
+ * Recovery "rewind" (scar(7)): a row restored from an older saved value
+ * follows the schedule at its own epoch for a while (mu_rewind_rows). Its
+ * update over a minibatch, from its value r before it (classes floats), is
+ * the model's with lr_j for lr: r <- decay_j r (not the bias row), then
+ * r += (sd_i ratio_j) x_ij example by example, sd being the minibatch's
+ * scaled deltas (scale -lr / |B|) and ratio_j = lr_j / lr. The one-process
+ * and the distributed step both call it, so both give the same bits.
+ */
+struct rewind_rate {
+	uint64_t row;
+	float ratio, decay;
+};
+
+static int rewind_rates(const struct scar_model *m, const struct scar_state *st, float lr,
+			struct rewind_rate **out, size_t *n, struct scar_error *err)
+{
+	struct mu_rewind_row *rw;
+	int rc = mu_rewind_rows(st, "weights", m->d + 1, st->iteration, &rw, n, err);
+
+	*out = NULL;
+	if (rc || !*n) {
+		free(rw);
+		return rc;
+	}
+	*out = malloc(*n * sizeof(**out));
+	if (!*out) {
+		free(rw);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	for (size_t a = 0; a < *n; a++) {
+		float lrj, decay;
+
+		mlr_rate(m, rw[a].clock, &lrj, &decay);
+		(*out)[a].row = rw[a].row;
+		(*out)[a].ratio = lr > 0 ? lrj / lr : 1;
+		(*out)[a].decay = decay;
+	}
+	free(rw);
+	return 0;
+}
+
+static void rewind_row(const struct scar_model *m, const struct rewind_rate *rr, float *r,
+		       const uint32_t *idx, uint64_t cnt, const float *sd)
+{
+	uint64_t j = rr->row, d = m->d;
+	uint32_t k = m->classes;
+
+	if (j < d)
+		for (uint32_t c = 0; c < k; c++)
+			r[c] *= rr->decay;
+	for (uint64_t i = 0; i < cnt; i++) {
+		float xij = j < d ? m->train->x[idx[i] * d + j] : 1;
+
+		for (uint32_t c = 0; c < k; c++)
+			r[c] += (sd[i * k + c] * rr->ratio) * xij;
+	}
+}
+
 static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_error *err)
 {
 	struct scar_tensor *w, *ord, *ep;
 	uint32_t *order;
 	uint64_t epoch, d = m->d;
 	uint32_t k = m->classes;
-	float lr, decay;
+	float lr, decay, *old = NULL;
+	struct rewind_rate *rr = NULL;
+	size_t nrr = 0;
 	int rc;
 
 	if ((rc = mu_find(st, "weights", SCAR_F32, (d + 1) * k, &w, err)) ||
@@ -701,14 +762,32 @@ static int mlr_step(struct scar_model *m, struct scar_state *st, struct scar_err
 	order = ord->data;
 	epoch = *(uint64_t *)ep->data;
 	mlr_rate(m, epoch, &lr, &decay);
+	if ((rc = rewind_rates(m, st, lr, &rr, &nrr, err)))
+		return rc;
+	if (nrr && !(old = malloc(nrr * k * sizeof(*old)))) {
+		free(rr);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
 	mu_keyed_order(order, m->n, mu_state_seed(st, 1), SCAR_MLR_ORDER_STREAM, st->iteration);
 	to_work(m, w->data);
 	for (uint64_t b0 = 0; b0 < m->n; b0 += m->batch) {
 		uint64_t bs = m->n - b0 < m->batch ? m->n - b0 : m->batch, right;
 
+		/* The rewinding rows as they were: the kernel updates every row. */
+		for (size_t a = 0; a < nrr; a++)
+			for (uint32_t c = 0; c < k; c++)
+				old[a * k + c] = rr[a].row < d ? m->wt[c * m->ld + rr[a].row] : m->bias[c];
 		batch_forward(m, m->train, order + b0, 0, bs, m->delta, &right);
 		batch_update(m, order + b0, bs, m->delta, -lr / (float)bs, decay);
+		for (size_t a = 0; a < nrr; a++) {
+			rewind_row(m, &rr[a], old + a * k, order + b0, bs, m->sdelta);
+			for (uint32_t c = 0; c < k; c++)
+				*(rr[a].row < d ? &m->wt[c * m->ld + rr[a].row] : &m->bias[c]) =
+					old[a * k + c];
+		}
 	}
+	free(rr);
+	free(old);
 	from_work(m, w->data);
 	for (uint64_t i = 0; i < (d + 1) * k; i++)
 		if (!isfinite(((float *)w->data)[i]))
@@ -908,6 +987,9 @@ static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struc
 	uint64_t epoch, d = m->d, right;
 	float lr, decay, *w;
 	int own = t->cnt[R], *rc2 = t->cnt + P, *rd2 = t->displ + P, rc;
+	struct rewind_rate *rr = NULL;
+	uint8_t *mine = NULL;	/* per row: rewinding */
+	size_t nrr = 0;
 
 	if ((rc = mu_find(st, "weights", SCAR_F32, (d + 1) * k, &wt, err)) ||
 	    (rc = mu_find(st, "order", SCAR_U32, m->n, &ord, err)) ||
@@ -917,6 +999,15 @@ static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struc
 	order = ord->data;
 	epoch = *(uint64_t *)ep->data;
 	mlr_rate(m, epoch, &lr, &decay);
+	/* Recovery "rewind": its rows (owned here) get rewind_row, not the loop below. */
+	if ((rc = rewind_rates(m, st, lr, &rr, &nrr, err)))
+		return rc;
+	if (nrr && !(mine = calloc(d + 1, 1))) {
+		free(rr);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	for (size_t a = 0; a < nrr; a++)
+		mine[rr[a].row] = 1;
 	mu_keyed_order(order, m->n, mu_state_seed(st, 1), SCAR_MLR_ORDER_STREAM, st->iteration);
 	for (uint32_t q = 0; q < P; q++) {
 		rc2[q] = t->cnt[q] * (int)k;
@@ -946,7 +1037,7 @@ static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struc
 			for (int a = 0; a < own; a++) {
 				uint64_t j = t->order[t->displ[R] + a];
 
-				for (uint32_t c = 0; j < d && c < k; c++)
+				for (uint32_t c = 0; j < d && c < k && !(mine && mine[j]); c++)
 					w[j * k + c] *= decay;
 			}
 		for (uint64_t i = 0; i < bs; i++) {
@@ -956,6 +1047,8 @@ static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struc
 				uint64_t j = t->order[t->displ[R] + a];
 				float *wj = w + j * k;
 
+				if (mine && mine[j])
+					continue;
 				if (j < d) {
 					float xij = x[j];
 
@@ -967,6 +1060,9 @@ static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struc
 				}
 			}
 		}
+		for (size_t a = 0; a < nrr; a++)
+			if (scar_dist_row_owner(rr[a].row, t->S, P) == R)
+				rewind_row(m, &rr[a], w + rr[a].row * k, order + b0, bs, t->sd);
 		for (int a = 0; a < own; a++)
 			memcpy(t->sbuf + (size_t)a * k, w + t->order[t->displ[R] + a] * k,
 			       k * sizeof(float));
@@ -974,6 +1070,8 @@ static int mlr_dist_step(struct scar_dist_model *t, struct scar_state *st, struc
 		for (uint64_t a = 0; a <= d; a++)
 			memcpy(w + t->order[a] * k, t->rbuf + a * k, k * sizeof(float));
 	}
+	free(rr);
+	free(mine);
 	for (uint64_t i = 0; i < (d + 1) * k; i++)
 		if (!isfinite(w[i]))
 			return scar_error_set(err, SCAR_EDIVERGED, "mlr: weights diverged (lower lr)");
@@ -1007,5 +1105,6 @@ const struct scar_model_def scar_model_mlr = {
 	.dist_to_opt = NULL,
 	.free = mlr_free,
 	.effective = mlr_effective,
+	.rewinds = 1,
 	.dist = &mlr_dist,
 };

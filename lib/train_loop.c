@@ -119,6 +119,10 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 		return scar_error_set(err, SCAR_EINVAL,
 				      "recovery 'rebuild' needs a model whose parameters are a function of what survives; %s has none (scar(7))",
 				      def->name);
+	if (o->recovery == SCAR_RECOVER_REWIND && !def->rewinds)
+		return scar_error_set(err, SCAR_EINVAL,
+				      "recovery 'rewind' needs a model with a decaying step schedule; %s has none (scar(7))",
+				      def->name);
 	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
 		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
 				      o->shards, SCAR_MAX_SHARDS);
@@ -378,7 +382,7 @@ int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, si
 
 /* ---- checkpoints ---- */
 
-int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
+static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
 {
 	const struct scar_train_opts *o = c->o;
 	struct scar_tensor *x = c->st->tensors[ti];
@@ -452,6 +456,16 @@ int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, ui
 	}
 }
 
+/* The rows a partial checkpoint writes, which become their saved values (ages). */
+int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
+{
+	int rc = select_rows(c, ti, sel, ncp);
+
+	if (!rc)
+		scar_train_ages_mark(c, ti, sel, c->st->iteration);
+	return rc;
+}
+
 json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_t rows,
 				     uint64_t bytes, uint64_t file_bytes, double secs,
 				     double sel_secs)
@@ -459,6 +473,9 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 	const struct scar_train_opts *o = c->o;
 	json_t *rec;
 
+	/* A full checkpoint is every row's saved value (a partial one: select_rows). */
+	for (size_t i = 0; full && i < c->st->ntensors; i++)
+		scar_train_ages_mark(c, i, NULL, c->st->iteration);
 	c->res->checkpoints++;
 	c->res->checkpoint_rows += rows;
 	c->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
@@ -493,7 +510,7 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	struct scar_state *st = c->st, *pre = NULL;
 	uint32_t S = st->shards;
 	uint8_t *lost = malloc(S), *rlost = calloc(c->P, 1);
-	uint64_t rows_lost = 0, pre_iter = st->iteration, rows_rebuilt = 0;
+	uint64_t rows_lost = 0, pre_iter = st->iteration, rows_rebuilt = 0, rows_rewound = 0;
 	double rebuild_secs = 0;
 	json_t *shards = json_array(), *ranks = json_array(), *rec;
 	double d2 = 0, obj;
@@ -549,7 +566,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 		scar_state_free(c->st);
 		c->st = st = s;
 	} else if (c->o->recovery == SCAR_RECOVER_PARTIAL ||
-		   c->o->recovery == SCAR_RECOVER_REBUILD) {
+		   c->o->recovery == SCAR_RECOVER_REBUILD ||
+		   c->o->recovery == SCAR_RECOVER_REWIND) {
 		for (size_t i = 0; i < st->ntensors; i++) {
 			struct scar_tensor *x = st->tensors[i];
 			size_t rb = scar_tensor_row_bytes(x);
@@ -581,6 +599,9 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			goto out;
 		rebuild_secs = scar_train_now() - t1;
 	}
+	if (c->o->recovery == SCAR_RECOVER_REWIND &&
+	    (rc = agree(c, scar_train_rewind_begin(c, lost, &rows_rewound))))
+		goto out;
 	for (size_t i = 0; i < st->ntensors; i++) {
 		struct scar_tensor *x = st->tensors[i];
 
@@ -605,6 +626,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			"rows_restored", (json_int_t)(c->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
 			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
 			"resume_state_iter", (json_int_t)st->iteration, "objective", obj);
+	if (rec && c->o->recovery == SCAR_RECOVER_REWIND)
+		json_object_set_new(rec, "rows_rewound", json_integer((json_int_t)rows_rewound));
 	if (rec && c->o->recovery == SCAR_RECOVER_REBUILD) {
 		json_object_set_new(rec, "rows_rebuilt", json_integer((json_int_t)rows_rebuilt));
 		if (c->o->timing)
@@ -798,7 +821,8 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	c->cost_clock = c->clock;
 	c->cost_iter = c->st->iteration;
 	/* The saved view starts as the current state, saved in full. */
-	if ((rc = agree(c, scar_state_clone(&c->saved, c->st, c->err))))
+	if ((rc = agree(c, scar_state_clone(&c->saved, c->st, c->err))) ||
+	    (rc = agree(c, scar_train_ages_init(c, c->st->iteration))))
 		return rc;
 	if (!o->resume)
 		return (rc = agree(c, record_iteration(c, 0, 1))) ? rc :
@@ -806,7 +830,8 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	/* The saved view and full recovery's base as the run had them at the resumed iteration. */
 	rc = scar_state_clone(&c->last_full, c->st, c->err);
 	if (!rc)
-		rc = scar_store_saved_view(&c->store, c->st, c->saved, &c->last_full, c->err);
+		rc = scar_store_saved_view(&c->store, c->st, c->saved, &c->last_full, c->ages,
+					   c->err);
 	if ((rc = agree(c, rc)))
 		return rc;
 	/* Objectives before the resume point are unknown; pad so clocks index. */
@@ -848,6 +873,8 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		}
 		st->iteration++;
 		c->clock++;
+		if ((rc = agree(c, scar_train_rewind_prune(c))))
+			goto out;
 		/* The tensors' squared distances added in tensor order. */
 		for (size_t i = 0; i < nprev; i++)
 			if (prev[i])
@@ -965,6 +992,7 @@ void scar_train_ctx_release(struct scar_train_ctx *c, int rc, double **objs, siz
 	free(c->obj);
 	c->obj = NULL;
 	scar_state_free(c->st);
+	scar_train_ages_free(c);
 	scar_state_free(c->saved);
 	scar_state_free(c->last_full);
 	c->st = c->saved = c->last_full = NULL;

@@ -151,6 +151,14 @@ struct scar_model_def {
 	int (*rebuild)(struct scar_model *m, struct scar_state *st, const uint8_t *lost,
 		       uint32_t shards, uint64_t *rows, struct scar_error *err);
 
+	/*
+	 * 1: the step follows the state's extra "rewind" (recovery "rewind",
+	 * scar(7)): listed rows take the step size of their own iteration of
+	 * the schedule (lib/model_util.h mu_rewind_rows). 0: the model has no
+	 * decaying step to rewind, and the recovery is refused.
+	 */
+	int rewinds;
+
 	/* The distributed step (above); NULL: the model does not run distributed. */
 	const struct scar_model_dist *dist;
 };

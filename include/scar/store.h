@@ -121,11 +121,13 @@ int scar_store_resume_scan(const char *path, const struct scar_state *st, size_t
  * checkpoints after that up to k, in order; *last_full becomes that full
  * checkpoint when older than k. Without a full checkpoint at or before k,
  * or s->dir NULL, nothing changes. SCAR_EMISMATCH when it is not of st's
- * run.
+ * run. ages (NULL: not wanted) has per tensor of saved an array (NULL for
+ * the tensors not wanted) of one iteration per row: each row gets the
+ * iteration of the checkpoint its saved value comes from.
  */
 int scar_store_saved_view(const struct scar_store *s, const struct scar_state *st,
 			  struct scar_state *saved, struct scar_state **last_full,
-			  struct scar_error *err);
+			  uint64_t *const *ages, struct scar_error *err);
 
 /* ---- the writer ---- */
 

@@ -46,8 +46,9 @@ enum scar_recovery {
 	SCAR_RECOVER_FULL,		/* whole state back to the last full checkpoint */
 	SCAR_RECOVER_NONE,		/* leave lost rows destroyed (zero) - for studies */
 	SCAR_RECOVER_REBUILD,		/* partial, then the model recomputes what survivors imply */
+	SCAR_RECOVER_REWIND,		/* partial; restored rows step at their saved iteration's rate */
 };
-#define SCAR_RECOVER_COUNT 4
+#define SCAR_RECOVER_COUNT 5
 
 /* How a failure picks the shards it loses. */
 enum scar_lose_mode {

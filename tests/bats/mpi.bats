@@ -406,3 +406,9 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 	bit_identical_on "2 3" --model lda --set workers=4 $fail
 	grep -q '"rows_rebuilt":' one.jsonl
 }
+
+@test "mpi: recovery rewind (mlr, two failures) is bit-identical to one process on 2 and 3 ranks" {
+	bit_identical_on "2 3" --model mlr --shards 8 --no-timing -q --no-sync --iters 24 \
+		--policy priority --fail-at 9,15 --lose-count 3 --recovery rewind
+	[ "$(grep -c '"rows_rewound":' one.jsonl)" = 2 ]
+}

@@ -15,6 +15,7 @@
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "model_lda.h"
+#include "model_util.h"
 #include "unit.h"
 
 /* A configured, created, initialized model and its state, stepped n times. */
@@ -329,9 +330,50 @@ static void test_none(void)
 	CHECK(scar_model_find("lda")->rebuild != NULL);
 }
 
+/* The one reader of the state's "rewind" record: windows, and hostile records refused. */
+static void test_rewind_record(void)
+{
+	static const char *const bad[] = {
+		"[]", "{\"w\": 3}", "{\"w\": [[1, 2]]}", "{\"w\": [[1, 5, 5]]}",
+		"{\"w\": [[1, 6, 5]]}", "{\"w\": [[10, 1, 5]]}", "{\"w\": [[-1, 1, 5]]}",
+		"{\"w\": [[1, 1, 9]]}", "{\"w\": [[2, 1, 5], [2, 1, 5]]}",
+		"{\"w\": [[3, 1, 5], [2, 1, 5]]}", "{\"w\": [[1, 1.5, 5]]}", "{\"w\": [\"x\"]}",
+	};
+	struct scar_state *st = NULL;
+	struct mu_rewind_row *rows;
+	json_error_t je;
+	size_t n;
+
+	CHECK_RC(scar_state_new(&st, "mlr", UNIT_ERR));
+	if (!st)
+		return;
+	/* rows 1 and 4 restored at 5, from 2 and from 4: windows of 3 and 1 */
+	json_object_set_new(st->extra, "rewind", json_loads("{\"w\": [[1, 2, 5], [4, 4, 5]]}", 0, &je));
+	CHECK_RC(mu_rewind_rows(st, "w", 10, 5, &rows, &n, UNIT_ERR));
+	CHECK(n == 2 && rows[0].row == 1 && rows[0].clock == 2 && rows[1].row == 4 &&
+	      rows[1].clock == 4);
+	free(rows);
+	CHECK_RC(mu_rewind_rows(st, "w", 10, 7, &rows, &n, UNIT_ERR));
+	CHECK(n == 1 && rows[0].row == 1 && rows[0].clock == 4);
+	free(rows);
+	CHECK_RC(mu_rewind_rows(st, "w", 10, 8, &rows, &n, UNIT_ERR));
+	CHECK(n == 0);
+	free(rows);
+	CHECK_RC(mu_rewind_rows(st, "other", 10, 5, &rows, &n, UNIT_ERR));
+	CHECK(n == 0);
+	free(rows);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_object_set_new(st->extra, "rewind", json_loads(bad[i], 0, &je));
+		CHECK_CODE(mu_rewind_rows(st, "w", 10, 8, &rows, &n, UNIT_ERR), SCAR_ECORRUPT);
+		CHECK(rows == NULL && n == 0);
+	}
+	scar_state_free(st);
+}
+
 int main(void)
 {
 	test_none();
+	test_rewind_record();
 	test_lda();
 	test_mf("als");
 	test_mf("sgd");

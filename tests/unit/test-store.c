@@ -215,7 +215,7 @@ static void test_list_newest_view(void)
 	CHECK(scar_state_clone(&saved, c, NULL) == 0);
 	for (size_t i = 0; i < 24; i++)
 		((float *)saved->tensors[0]->data)[i] = -1;
-	CHECK_RC(scar_store_saved_view(&s, c, saved, &last_full, &e));
+	CHECK_RC(scar_store_saved_view(&s, c, saved, &last_full, NULL, &e));
 	w = saved->tensors[0]->data;
 	CHECK(w[0] == 20000.0f && w[2] == 25002.0f && w[3] == 25003.0f && w[8] == 25008.0f &&
 	      w[10] == 20010.0f);
