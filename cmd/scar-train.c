@@ -53,7 +53,7 @@ static const char usage_text[] =
 "      --lose-count N      a failure loses N shards chosen by seed (default 1; 0: a null failure)\n"
 "      --lose-fraction F   a failure loses a fraction F of the shards\n"
 "      --fail-seed N       seed of failure times, lost shards, random rows (default 1)\n"
-"      --recovery R        partial, rebuild, rewind, full or none (default partial)\n"
+"      --recovery R        partial, rebuild, rewind, auto, full or none (default partial)\n"
 "Iteration cost:\n"
 "      --cost              measure the cost against an unperturbed reference run\n"
 "      --reference FILE    take the reference from this event stream instead\n"
@@ -340,7 +340,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_RECOVERY:
 			if ((rc = scar_recovery_parse(optarg)) < 0)
-				cli_usage_error("unknown recovery '%s' (partial, rebuild, rewind, full, none)", optarg);
+				cli_usage_error("unknown recovery '%s' (partial, rebuild, rewind, auto, full, none)", optarg);
 			o.recovery = rc;
 			break;
 		case OPT_COST: o.measure_cost = 1; break;

@@ -354,9 +354,9 @@ static inline float dotf(const float *a, const float *b, uint32_t k)
  * factors of and biases ob: least squares over the ratings ptr[e]..ptr[e+1)
  * against r - mu - ob, penalty lambda * w.
  */
-static void als_solve(const struct scar_model *m, uint64_t lo, uint64_t hi, const uint32_t *idx,
-		      const float *val, const float *of, const float *ob, double mu, float *f,
-		      float *b)
+static int als_solve(const struct scar_model *m, uint64_t lo, uint64_t hi, const uint32_t *idx,
+		     const float *val, const float *of, const float *ob, double mu, float *f,
+		     float *b)
 {
 	uint32_t k = m->rank, k1 = k + 1;
 	double *a = m->work, *rhs = a + (size_t)k1 * k1, *z = rhs + k1;
@@ -366,7 +366,7 @@ static void als_solve(const struct scar_model *m, uint64_t lo, uint64_t hi, cons
 		/* No ratings: the penalty alone puts the row at zero. */
 		memset(f, 0, k * sizeof(*f));
 		*b = 0;
-		return;
+		return 1;
 	}
 	memset(a, 0, (size_t)k1 * k1 * sizeof(*a));
 	memset(rhs, 0, k1 * sizeof(*rhs));
@@ -393,24 +393,25 @@ static void als_solve(const struct scar_model *m, uint64_t lo, uint64_t hi, cons
 	}
 	if (mu_cholesky(a, k1)) {
 		/* Numerically singular: leave the row as it is. */
-		return;
+		return 0;
 	}
 	mu_cholesky_solve(a, k1, rhs);
 	for (uint32_t i = 0; i < k; i++)
 		f[i] = (float)rhs[i];
 	*b = (float)rhs[k];
+	return 1;
 }
 
-void scar_mf_solve_user(struct scar_model *m, struct scar_mf_params *x, uint32_t u)
+int scar_mf_solve_user(struct scar_model *m, struct scar_mf_params *x, uint32_t u)
 {
-	als_solve(m, m->uptr[u], m->uptr[u + 1], m->uidx, m->ur, x->q, x->bi, *x->mu,
-		  x->p + (uint64_t)u * m->rank, x->bu + u);
+	return als_solve(m, m->uptr[u], m->uptr[u + 1], m->uidx, m->ur, x->q, x->bi, *x->mu,
+			 x->p + (uint64_t)u * m->rank, x->bu + u);
 }
 
-void scar_mf_solve_item(struct scar_model *m, struct scar_mf_params *x, uint32_t i)
+int scar_mf_solve_item(struct scar_model *m, struct scar_mf_params *x, uint32_t i)
 {
-	als_solve(m, m->iptr[i], m->iptr[i + 1], m->iidx, m->ir, x->p, x->bu, *x->mu,
-		  x->q + (uint64_t)i * m->rank, x->bi + i);
+	return als_solve(m, m->iptr[i], m->iptr[i + 1], m->iidx, m->ir, x->p, x->bu, *x->mu,
+			 x->q + (uint64_t)i * m->rank, x->bi + i);
 }
 
 double scar_mf_user_resid(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u)
@@ -564,30 +565,50 @@ static int mf_rebuild(struct scar_model *m, struct scar_state *st, const uint8_t
 {
 	struct mf_params x;
 	uint64_t users_lost = 0, items_lost = 0;
+	uint8_t *done_u = NULL, *done_i = NULL;
 	int rc = get_params(m, st, &x, err);
 
 	*rows = 0;
 	if (rc)
 		return rc;
+	done_u = calloc(m->users + 1, 1);
+	done_i = calloc(m->items + 1, 1);
+	if (!done_u || !done_i) {
+		free(done_u);
+		free(done_i);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
 	for (uint32_t u = 0; u < m->users; u++)
 		users_lost += lost[scar_shard_of_row(u, shards)];
 	for (uint32_t i = 0; i < m->items; i++)
 		items_lost += lost[scar_shard_of_row(i, shards)];
+	/*
+	 * SGD never moves a row without ratings from its initial value, which
+	 * the saved view holds exactly: such rows keep it (ALS's sweep puts
+	 * them at zero, the solve's answer).
+	 */
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 2 && !(users_lost && items_lost))
 			break;
 		if (pass != 1) {
 			for (uint32_t u = 0; u < m->users; u++)
-				if (lost[scar_shard_of_row(u, shards)])
-					scar_mf_solve_user(m, &x, u);
+				if (lost[scar_shard_of_row(u, shards)] &&
+				    !(m->sgd && m->uptr[u + 1] == m->uptr[u]))
+					done_u[u] |= (uint8_t)scar_mf_solve_user(m, &x, u);
 		} else {
 			for (uint32_t i = 0; i < m->items; i++)
-				if (lost[scar_shard_of_row(i, shards)])
-					scar_mf_solve_item(m, &x, i);
+				if (lost[scar_shard_of_row(i, shards)] &&
+				    !(m->sgd && m->iptr[i + 1] == m->iptr[i]))
+					done_i[i] |= (uint8_t)scar_mf_solve_item(m, &x, i);
 		}
 	}
-	/* A user or an item is two rows: its factor row and its bias. */
-	*rows = 2 * (users_lost + items_lost);
+	/* A user or an item solved is two rows: its factor row and its bias. */
+	for (uint32_t u = 0; u < m->users; u++)
+		*rows += 2 * (uint64_t)done_u[u];
+	for (uint32_t i = 0; i < m->items; i++)
+		*rows += 2 * (uint64_t)done_i[i];
+	free(done_u);
+	free(done_i);
 	if (lost[scar_shard_of_row(0, shards)]) {
 		double s = 0;
 

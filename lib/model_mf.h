@@ -32,9 +32,13 @@ void scar_mf_info(const struct scar_model *m, struct scar_mf_info *out);
 /* The parameter tensors of st, checked against the model's sizes. */
 int scar_mf_params(const struct scar_model *m, const struct scar_state *st,
 		   struct scar_mf_params *x, struct scar_error *err);
-/* The ALS update of user u's (p_u, b_u) given the items, and of item i's given the users. */
-void scar_mf_solve_user(struct scar_model *m, struct scar_mf_params *x, uint32_t u);
-void scar_mf_solve_item(struct scar_model *m, struct scar_mf_params *x, uint32_t i);
+/*
+ * The ALS update of user u's (p_u, b_u) given the items, and of item i's
+ * given the users: 1, or 0 when the system is numerically singular and the
+ * row is left as it was.
+ */
+int scar_mf_solve_user(struct scar_model *m, struct scar_mf_params *x, uint32_t u);
+int scar_mf_solve_item(struct scar_model *m, struct scar_mf_params *x, uint32_t i);
 /* Sum over user u's training ratings, in rating order, of r - b_u - b_i - p_u.q_i (the mean's part). */
 double scar_mf_user_resid(const struct scar_model *m, const struct scar_mf_params *x, uint32_t u);
 /* Sum over user u's training ratings, in rating order, of the squared error. */

@@ -136,6 +136,9 @@ struct scar_train_ctx {
 	 */
 	uint64_t **ages;
 	size_t nages;
+	/* Step norm by clock (NAN where unknown), for recovery "auto" (train_auto.c). */
+	double *steps;
+	size_t nsteps, capsteps;
 };
 
 /*
@@ -210,6 +213,16 @@ void scar_train_ages_mark(struct scar_train_ctx *c, size_t ti, const uint8_t *se
 void scar_train_ages_free(struct scar_train_ctx *c);
 int scar_train_rewind_begin(struct scar_train_ctx *c, const uint8_t *lost, uint64_t *rows);
 int scar_train_rewind_prune(struct scar_train_ctx *c);
+
+/*
+ * train_auto.c: record the step norm s of the step into the current clock;
+ * at a failure that lost the shards in lost, choose the recovery among
+ * the model's by the bound's predicted cost (full_cost: T - C of a
+ * rollback). *info gets the record for the recovery event ("auto").
+ */
+int scar_train_auto_step(struct scar_train_ctx *c, double s);
+int scar_train_auto_choose(struct scar_train_ctx *c, const uint8_t *lost, uint64_t full_cost,
+			   enum scar_recovery *choice, json_t **info);
 /*
  * Count a checkpoint of `rows` rows (`bytes` raw, `file_bytes` written,
  * 0 without files) that took secs, sel_secs of them choosing the rows, in

@@ -512,6 +512,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	uint8_t *lost = malloc(S), *rlost = calloc(c->P, 1);
 	uint64_t rows_lost = 0, pre_iter = st->iteration, rows_rebuilt = 0, rows_rewound = 0;
 	double rebuild_secs = 0;
+	enum scar_recovery how = c->o->recovery;
+	json_t *autoinfo = NULL;
 	json_t *shards = json_array(), *ranks = json_array(), *rec;
 	double d2 = 0, obj;
 	int rc = 0;
@@ -545,7 +547,7 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			rows_lost++;
 			if (owns(c, r))
 				memset(scar_tensor_row(x, r),
-				       c->o->recovery == SCAR_RECOVER_NONE ? 0 : 0xff, rb);
+				       how == SCAR_RECOVER_NONE ? 0 : 0xff, rb);
 		}
 	}
 	c->res->failures++;
@@ -557,17 +559,22 @@ static int fail_and_recover(struct scar_train_ctx *c)
 		json_object_set(rec, "ranks", ranks);
 	if ((rc = scar_train_emit(c, rec)))
 		goto out;
+	/* auto: the choice reads the survivors and the saved view only (lost rows are destroyed). */
+	if (how == SCAR_RECOVER_AUTO &&
+	    (rc = agree(c, scar_train_auto_choose(c, lost, st->iteration - c->last_full->iteration,
+						  &how, &autoinfo))))
+		goto out;
 
-	if (c->o->recovery == SCAR_RECOVER_FULL) {
+	if (how == SCAR_RECOVER_FULL) {
 		struct scar_state *s;
 
 		if ((rc = scar_state_clone(&s, c->last_full, c->err)))
 			goto out;
 		scar_state_free(c->st);
 		c->st = st = s;
-	} else if (c->o->recovery == SCAR_RECOVER_PARTIAL ||
-		   c->o->recovery == SCAR_RECOVER_REBUILD ||
-		   c->o->recovery == SCAR_RECOVER_REWIND) {
+	} else if (how == SCAR_RECOVER_PARTIAL ||
+		   how == SCAR_RECOVER_REBUILD ||
+		   how == SCAR_RECOVER_REWIND) {
 		for (size_t i = 0; i < st->ntensors; i++) {
 			struct scar_tensor *x = st->tensors[i];
 			size_t rb = scar_tensor_row_bytes(x);
@@ -582,7 +589,7 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	}
 	if (c->ops->sync && (rc = c->ops->sync(c)))
 		goto out;
-	if (c->o->recovery == SCAR_RECOVER_REBUILD) {
+	if (how == SCAR_RECOVER_REBUILD) {
 		/*
 		 * Every rank holds the model (the rebuilding models' every_rank)
 		 * and, after the sync, the same state: each rebuilds the same rows
@@ -599,7 +606,7 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			goto out;
 		rebuild_secs = scar_train_now() - t1;
 	}
-	if (c->o->recovery == SCAR_RECOVER_REWIND &&
+	if (how == SCAR_RECOVER_REWIND &&
 	    (rc = agree(c, scar_train_rewind_begin(c, lost, &rows_rewound))))
 		goto out;
 	for (size_t i = 0; i < st->ntensors; i++) {
@@ -621,20 +628,23 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	c->cost_clock = c->clock;
 	c->cost_iter = st->iteration;
 	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I, s:f}", "type", "recovery",
-			"iter", (json_int_t)c->clock, "strategy", scar_recovery_name(c->o->recovery),
+			"iter", (json_int_t)c->clock, "strategy", scar_recovery_name(how),
 			"shards", shards,
-			"rows_restored", (json_int_t)(c->o->recovery == SCAR_RECOVER_NONE ? 0 : rows_lost),
+			"rows_restored", (json_int_t)(how == SCAR_RECOVER_NONE ? 0 : rows_lost),
 			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
 			"resume_state_iter", (json_int_t)st->iteration, "objective", obj);
-	if (rec && c->o->recovery == SCAR_RECOVER_REWIND)
+	if (rec && autoinfo)
+		json_object_set(rec, "auto", autoinfo);
+	if (rec && how == SCAR_RECOVER_REWIND)
 		json_object_set_new(rec, "rows_rewound", json_integer((json_int_t)rows_rewound));
-	if (rec && c->o->recovery == SCAR_RECOVER_REBUILD) {
+	if (rec && how == SCAR_RECOVER_REBUILD) {
 		json_object_set_new(rec, "rows_rebuilt", json_integer((json_int_t)rows_rebuilt));
 		if (c->o->timing)
 			json_object_set_new(rec, "rebuild_seconds", json_real(rebuild_secs));
 	}
 	rc = scar_train_emit(c, rec);
 out:
+	json_decref(autoinfo);
 	scar_state_free(pre);
 	json_decref(shards);
 	json_decref(ranks);
@@ -880,7 +890,8 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			if (prev[i])
 				step2 += scar_train_sqdist(st->tensors[i], st->tensors[i]->data, prev[i],
 							   0, scar_tensor_elems(st->tensors[i]));
-		if ((rc = agree(c, record_iteration(c, step2, 0))))
+		if ((rc = agree(c, scar_train_auto_step(c, sqrt(step2)))) ||
+		    (rc = agree(c, record_iteration(c, step2, 0))))
 			goto out;
 		if (o->policy != SCAR_POLICY_NONE && st->iteration % period == 0 &&
 		    (rc = agree(c, c->ops->checkpoint(c, o->policy == SCAR_POLICY_FULL))))
@@ -993,6 +1004,8 @@ void scar_train_ctx_release(struct scar_train_ctx *c, int rc, double **objs, siz
 	c->obj = NULL;
 	scar_state_free(c->st);
 	scar_train_ages_free(c);
+	free(c->steps);
+	c->steps = NULL;
 	scar_state_free(c->saved);
 	scar_state_free(c->last_full);
 	c->st = c->saved = c->last_full = NULL;

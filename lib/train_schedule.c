@@ -206,7 +206,7 @@ double scar_train_sqdist(const struct scar_tensor *x, const void *a, const void 
 /* ---- the names of policies and recoveries, and the options' defaults ---- */
 
 static const char *const policy_names[] = { "none", "full", "round-robin", "random", "priority" };
-static const char *const recovery_names[SCAR_RECOVER_COUNT] = { "partial", "full", "none", "rebuild", "rewind" };
+static const char *const recovery_names[SCAR_RECOVER_COUNT] = { "partial", "full", "none", "rebuild", "rewind", "auto" };
 
 const char *scar_policy_name(enum scar_policy p)
 {

@@ -47,8 +47,9 @@ enum scar_recovery {
 	SCAR_RECOVER_NONE,		/* leave lost rows destroyed (zero) - for studies */
 	SCAR_RECOVER_REBUILD,		/* partial, then the model recomputes what survivors imply */
 	SCAR_RECOVER_REWIND,		/* partial; restored rows step at their saved iteration's rate */
+	SCAR_RECOVER_AUTO,		/* at each failure the one of these the bound predicts cheapest */
 };
-#define SCAR_RECOVER_COUNT 5
+#define SCAR_RECOVER_COUNT 6
 
 /* How a failure picks the shards it loses. */
 enum scar_lose_mode {

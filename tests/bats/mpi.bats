@@ -412,3 +412,11 @@ LDA="--model lda --set docs=200 --set words=300 --shards 5 --no-timing -q --no-s
 		--policy priority --fail-at 9,15 --lose-count 3 --recovery rewind
 	[ "$(grep -c '"rows_rewound":' one.jsonl)" = 2 ]
 }
+
+@test "mpi: recovery auto (mf, mlr, lda) chooses and recovers as one process does, on 2 and 3 ranks" {
+	fail="--shards 8 --no-timing -q --no-sync --iters 24 --policy priority --fail-at 9,15 --lose-count 3 --recovery auto"
+	bit_identical_on "2 3" --model mf $fail
+	bit_identical_on "2 3" --model mlr $fail
+	bit_identical_on "2 3" --model lda --set workers=4 $fail
+	[ "$(grep -c '"choice":"rebuild"' one.jsonl)" = 2 ]
+}

@@ -16,7 +16,7 @@ FAIL="--shards 8 --policy priority --fraction 1/4 --interval 8 --fail-at 13 --lo
 		[[ "$output" == *"recovery 'rebuild'"*"$m has none"* ]]
 	done
 	run -2 scar-train -m mf -n 3 --recovery rebuilt
-	[[ "$output" == *"unknown recovery 'rebuilt' (partial, rebuild, rewind, full, none)"* ]]
+	[[ "$output" == *"unknown recovery 'rebuilt' (partial, rebuild, rewind, auto, full, none)"* ]]
 }
 
 @test "recovery: rebuild on lda recounts the lost rows from the assignments: no perturbation, no cost" {
@@ -97,4 +97,53 @@ FAIL="--shards 8 --policy priority --fraction 1/4 --interval 8 --fail-at 13 --lo
 	scar-train -n 30 --resume ck/ckpt-0000000016.ckpt --policy full --interval 8 --no-timing -q > r.jsonl
 	sel='select(.type == "iteration") | select(.iter > 16) | tostring'
 	diff <(jq -r "$sel" a.jsonl) <(jq -r "$sel" r.jsonl)
+}
+
+# The strategies recovery "auto" may take on model $1.
+allowed() {
+	case $1 in
+	mlr) echo "rewind partial full" ;;
+	ridge) echo "partial full" ;;
+	mf|lda) echo "rebuild partial full" ;;
+	esac
+}
+
+@test "recovery: auto never picks or weighs a strategy the model lacks; its record is consistent" {
+	for m in mlr ridge mf lda; do
+		scar-train -m "$m" -n 30 --shards 8 --policy priority --fraction 1/4 --interval 8 \
+			--fail-at 7,13,21 --lose-count 2 --no-timing -q --recovery auto > a.jsonl
+		[ "$(jq -r 'select(.type == "header") | .recovery' a.jsonl)" = auto ]
+		[ "$(grep -c '"type":"recovery"' a.jsonl)" = 3 ]
+		ok=" $(allowed "$m") "
+		for s in $(jq -r 'select(.type == "recovery") | .strategy, .auto.candidates[].strategy' a.jsonl); do
+			[[ "$ok" == *" $s "* ]] || { echo "$m: $s"; return 1; }
+		done
+		# the applied strategy is the choice, the least predicted cost
+		jq -e -s '[.[] | select(.type == "recovery") | . as $r |
+			($r.auto.candidates | map(.predicted_cost) | min) as $min |
+			($r.auto.candidates[] | select(.strategy == $r.strategy) | .predicted_cost) as $mine |
+			$r.strategy == $r.auto.choice and ($r.auto.c == null or $mine == $min)] | all' a.jsonl
+		# estimated from survivors: the lost rows are NaN when it runs, yet every estimate is a number
+		jq -e -s '[.[] | select(.type == "recovery") | .auto.candidates[] |
+			select(.strategy != "full") | .delta_est | type == "number"] | all' a.jsonl
+	done
+}
+
+@test "recovery: auto's null failure changes nothing and costs 0; auto is deterministic" {
+	for m in mlr mf; do
+		run -0 scar-train -m "$m" -n 20 $FAIL --lose-count 0 --recovery auto --cost
+		[ "$(field recovery delta_norm <<< "$output")" = 0.0 ]
+		[ "$(field cost cost <<< "$output")" = 0 ]
+	done
+	scar-train -m mf -n 20 $FAIL --recovery auto > a.jsonl
+	scar-train -m mf -n 20 $FAIL --recovery auto > b.jsonl
+	cmp a.jsonl b.jsonl
+}
+
+@test "recovery: auto's estimate of partial's perturbation is near the one partial causes (mf)" {
+	est=$(scar-train -m mf -n 20 $FAIL --recovery auto |
+		jq -r 'select(.type == "recovery") | .auto.candidates[] | select(.strategy == "partial") | .delta_est')
+	real=$(scar-train -m mf -n 20 $FAIL --recovery partial | field recovery delta_norm)
+	echo "estimated $est, caused $real"
+	awk -v e="$est" -v r="$real" 'BEGIN { exit !(e > r / 2 && e < r * 2) }'
 }
