@@ -23,8 +23,12 @@
 #   -r, --fraction R        r of the partial policies (FRACTION, 1/4)
 #   -l, --lost "F ..."      lost fractions (LOST, "1/8 1/4 1/2")
 #   -S, --strategies "..."  of traditional partial-recovery round-robin random
-#                           scar (STRATEGIES, all five; traditional is the
-#                           baseline of the reductions)
+#                           scar scar-rebuild scar-rewind scar-auto
+#                           (STRATEGIES, all eight; traditional is the
+#                           baseline of the reductions; scar-* are the
+#                           priority policy with recovery partial, rebuild,
+#                           rewind and auto, scar(7); rebuild runs only on
+#                           mf and lda, rewind only on mlr)
 #   -b, --seed N            bootstrap seed (BOOT_SEED, 1)
 #   -B, --resamples N       bootstrap resamples (RESAMPLES, 10000)
 #   -N, --null-args "ARGS"  scar-train arguments of the null trials, or
@@ -51,7 +55,7 @@
 # paired bootstrap (trial indices resampled jointly), marked (n.s.) when it
 # includes 0; per workload the null trials' mean, interval and max |cost|.
 #
-# Writes OUT/compare.md, OUT/compare.json, OUT/compare.png (with gnuplot;
+# Writes OUT/compare.md, OUT/compare-auto.md (auto in hindsight), OUT/compare.json, OUT/compare.png (with gnuplot;
 # OUT/compare.gp is its script), the raw runs in OUT/compare-runs.tsv
 # (label, data, lost, strategy, trial, T, cost_interp, censored; sorted by
 # workload, lost fraction, strategy and trial, so re-runs compare with cmp;
@@ -89,7 +93,7 @@ ridge     | synthetic     | -                                              | -m 
 EOF
 }
 default_workloads="mlr mlr-decay mf lda mlr-spam mf-insteval lda-sotu"
-all_strategies="traditional partial-recovery round-robin random scar"
+all_strategies="traditional partial-recovery round-robin random scar scar-rebuild scar-rewind scar-auto"
 
 strategy_args() {
 	case $1 in
@@ -98,8 +102,23 @@ strategy_args() {
 	round-robin)      echo "--policy round-robin --fraction $r --recovery partial" ;;
 	random)           echo "--policy random --fraction $r --recovery partial" ;;
 	scar)             echo "--policy priority --fraction $r --recovery partial" ;;
+	scar-rebuild)     echo "--policy priority --fraction $r --recovery rebuild" ;;
+	scar-rewind)      echo "--policy priority --fraction $r --recovery rewind" ;;
+	scar-auto)        echo "--policy priority --fraction $r --recovery auto" ;;
 	*) return 1 ;;
 	esac
+}
+
+# Whether strategy $1 applies to model $2 (scar(7): rebuild needs a model
+# whose parameters are a function of what survives, rewind a decaying step).
+strategy_applies() {
+	case $1:$2 in
+	scar-rebuild:mf|scar-rebuild:lda) return 0 ;;
+	scar-rebuild:*) return 1 ;;
+	scar-rewind:mlr) return 0 ;;
+	scar-rewind:*) return 1 ;;
+	esac
+	return 0
 }
 
 usage() {
@@ -299,11 +318,18 @@ if [ "$aggregate" != 1 ]; then
 	nf=$#
 	ns=$(set -- $strategies; echo $#)
 	nnull=$([ "$null_args" = none ] && echo 0 || echo 1)
-	per_label=$((trials * (nf * ns + nnull)))
-	nruns=$((nl * per_label))
+	# (label, strategy) pairs that apply: rebuild and rewind are per model
+	npairs=0
+	while IFS="$(printf '\t')" read -r _ model _ _ _; do
+		for s in $strategies; do
+			! strategy_applies "$s" "$model" || npairs=$((npairs + 1))
+		done
+	done < "$wl"
+	per_label=$((trials * (nf * npairs / nl + nnull)))
+	nruns=$((trials * (nf * npairs + nl * nnull)))
 	total=$((nl + nruns))
 	{
-		echo "compare: plan: $nl workloads x $nf lost fractions ($lost) x $ns strategies = $((nl * nf * ns)) cells, $trials trials each"
+		echo "compare: plan: $nl workloads x $nf lost fractions ($lost) x $ns strategies, of which $((nf * npairs)) cells apply, $trials trials each"
 		[ "$nnull" = 0 ] || echo "compare: null trials: $trials per workload ($null_args)"
 		while IFS="$(printf '\t')" read -r label _ dname _ args; do
 			n=$(iters_of "$args")
@@ -373,7 +399,7 @@ if [ "$aggregate" != 1 ]; then
 	t=1
 	while [ "$t" -le "$trials" ]; do
 		li=0
-		while IFS="$tab" read -r label _ dname _ args; do
+		while IFS="$tab" read -r label model dname _ args; do
 			li=$((li + 1))
 			n=$(iters_of "$args")
 			T=$((C + 1 + (t - 1) * (n / 2 - C) / trials))
@@ -384,6 +410,7 @@ if [ "$aggregate" != 1 ]; then
 				si=0
 				for s in $strategies; do
 					si=$((si + 1))
+					strategy_applies "$s" "$model" || continue
 					printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$li" "$fi" "$si" "$label" "$dname" "$f" "$s" "$t" "$T" \
 						"$base $(strategy_args "$s") --lose-fraction $f" >> "$cmds"
 				done
@@ -433,4 +460,47 @@ if command -v gnuplot >/dev/null 2>&1; then
 	gnuplot -e "set terminal pngcairo size $width,560 noenhanced; set output '$out/compare.png'; set title 'Iteration cost of a partial failure at equal checkpoint I/O (scar examples/compare-strategies.sh)'" \
 		"$out/compare.gp"
 fi
+# Recovery "auto" in hindsight: per cell, the trials where it took the
+# strategy that was cheapest (its run is then that strategy's, bit for bit),
+# among the priority-policy recoveries that ran (scar, scar-rebuild,
+# scar-rewind) and the rollback, whose cost is the failure's iteration T
+# (under the priority policy the only full checkpoint is iteration 0's);
+# its mean cost against the best fixed strategy's and the per-trial best's.
+auto_md="$out/compare-auto.md"
+awk -F '\t' '
+	/^#/ { next }
+	$4 == "scar-auto" { k = $1 SUBSEP $3 SUBSEP $5; auto[k] = $7; cell[$1 SUBSEP $3] = 1
+		if (!((($1 SUBSEP $3) in order))) { order[$1 SUBSEP $3] = ++no; key[no] = $1 SUBSEP $3; data[$1 SUBSEP $3] = $2 }
+		T[k] = $6; next }
+	$4 == "scar" || $4 == "scar-rebuild" || $4 == "scar-rewind" {
+		k = $1 SUBSEP $3 SUBSEP $5; c[k, $4] = $7; has[k, $4] = 1
+		sum[$1 SUBSEP $3, $4] += $7; cnt[$1 SUBSEP $3, $4]++ }
+	END {
+		if (!no) exit
+		print "| label | data | lost | trials | auto picked the cheapest | mean cost: auto | best fixed | per-trial best |"
+		print "|---|---|---|---|---|---|---|---|"
+		for (i = 1; i <= no; i++) {
+			split(key[i], lk, SUBSEP); n = hit = sa = so = 0
+			for (k in auto) {
+				split(k, p, SUBSEP)
+				if (p[1] != lk[1] || p[2] != lk[2]) continue
+				best = T[k]
+				split("scar scar-rebuild scar-rewind", ss, " ")
+				for (j = 1; j <= 3; j++) if ((k, ss[j]) in has && c[k, ss[j]] < best) best = c[k, ss[j]]
+				n++; sa += auto[k]; so += best
+				d = auto[k] - best; if (d < 0) d = -d
+				if (d <= 1e-9 * (1 + (best < 0 ? -best : best))) hit++
+			}
+			bf = ""; bm = 0
+			split("scar scar-rebuild scar-rewind", ss, " ")
+			for (j = 1; j <= 3; j++) if (cnt[key[i], ss[j]]) {
+				m = sum[key[i], ss[j]] / cnt[key[i], ss[j]]
+				if (bf == "" || m < bm) { bf = ss[j]; bm = m } }
+			printf "| %s | %s | %s | %d | %d/%d (%.0f%%) | %.2f | %.2f (%s) | %.2f |\n", lk[1], data[key[i]], lk[2], n, hit, n, 100 * hit / n, sa / n, bm, bf, so / n
+		}
+	}' "$runs" > "$auto_md"
 cat "$out/compare.md"
+if [ -s "$auto_md" ]; then
+	printf '\nRecovery "auto" in hindsight (the cheapest of scar, scar-rebuild, scar-rewind and the rollback, per trial):\n\n'
+	cat "$auto_md"
+fi
