@@ -535,6 +535,32 @@ static void check_pair(const struct scar_events *ref, const char *rn,
 		cli_die("'%s' is not a reference for '%s': %s", rn, pn, err.msg);
 }
 
+static const char *num_or_dash(double v)
+{
+	return isnan(v) ? "-" : num(v);
+}
+
+/* The auto recoveries of a check: an array, empty when the run chose none. */
+static json_t *auto_json(const struct scar_bound_check *ck)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < ck->nauto; i++) {
+		const struct scar_bound_auto *au = &ck->autos[i];
+		json_t *cands = json_array();
+
+		for (size_t j = 0; cands && j < au->n; j++)
+			json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:o}",
+				"strategy", au->cand[j].strategy, "delta_est", jnum(au->cand[j].delta_est),
+				"predicted_cost", jnum(au->cand[j].predicted), "bound", jnum(au->cand[j].bound)));
+		json_array_append_new(a, json_pack("{s:o, s:s, s:o}", "iter", jint(au->iter),
+						   "choice", au->choice, "candidates", cands));
+	}
+	if (!a)
+		cli_die("out of memory");
+	return a;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	struct scar_bound_check_opts co;
@@ -620,6 +646,7 @@ static int cmd_check(int argc, char **argv)
 		json_put(o, "k_max", jint(ck.bound.k_max));
 		json_put(o, "settle_eps", jint(ck.settle_eps));
 		json_put(o, "theorem", ck.theorem < 0 ? json_null() : json_boolean(ck.theorem));
+		json_put(o, "auto", auto_json(&ck));
 		print_json(o);
 	} else {
 		put_line("c", "%s (%s)", num(ck.ref.c), ck.ref.c_source);
@@ -640,6 +667,15 @@ static int cmd_check(int argc, char **argv)
 		if (!isnan(ck.envelope_max))
 			put_line("envelope_max", "%s at iteration %.0f", num(ck.envelope_max),
 				 ck.envelope_iter);
+		for (size_t i = 0; i < ck.nauto; i++) {
+			const struct scar_bound_auto *a = &ck.autos[i];
+
+			put_line("auto", "at iteration %.0f chose %s", a->iter, a->choice);
+			for (size_t j = 0; j < a->n; j++)
+				put_line("  candidate", "%-8s delta_est %s, predicted %s, bound %s",
+					 a->cand[j].strategy, num_or_dash(a->cand[j].delta_est),
+					 num_or_dash(a->cand[j].predicted), num_or_dash(a->cand[j].bound));
+		}
 		if (co.eps > 0) {
 			put_line("k_max", "%.0f (eps %s)", ck.bound.k_max, num(co.eps));
 			if (ck.theorem < 0 && isnan(ck.settle_eps))

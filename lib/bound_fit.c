@@ -395,6 +395,74 @@ void scar_bound_check_release(struct scar_bound_check *out)
 	free(out->pert);
 	out->pert = NULL;
 	out->npert = 0;
+	free(out->autos);
+	out->autos = NULL;
+	out->nauto = 0;
+}
+
+/* A number or null of an auto candidate: the value, NaN for null; -1 when neither. */
+static int num_or_null(const json_t *o, const char *key, double *v)
+{
+	const json_t *x = json_object_get(o, key);
+
+	*v = NAN;
+	if (!x || json_is_null(x))
+		return 0;
+	if (!json_is_number(x) || !isfinite(json_number_value(x)))
+		return -1;
+	*v = json_number_value(x);
+	return 0;
+}
+
+/*
+ * Recovery record r (line) of an auto run: its candidates into a, each
+ * estimate's bound under c and D. SCAR_EFORMAT naming the line when the
+ * "auto" object is not as scar-events(7) says.
+ */
+static int read_auto(const json_t *r, const char *name, size_t line, double c, double D,
+		     struct scar_bound_auto *a, struct scar_error *err)
+{
+	static const char *const known[] = { "partial", "rebuild", "rewind", "full", NULL };
+	const json_t *au = json_object_get(r, "auto"), *cands = json_object_get(au, "candidates");
+	const json_t *choice = json_object_get(au, "choice"), *e;
+	size_t i;
+
+	memset(a, 0, sizeof(*a));
+	a->iter = num_or_nan(r, "iter");
+	if (!json_is_array(cands) || !json_array_size(cands) ||
+	    json_array_size(cands) > SCAR_BOUND_AUTO_MAX || !json_is_string(choice) ||
+	    json_string_length(choice) >= sizeof(a->choice))
+		goto bad;
+	strcpy(a->choice, json_string_value(choice));
+	json_array_foreach(cands, i, e) {
+		const json_t *s = json_object_get(e, "strategy");
+		int ok = 0;
+
+		if (!json_is_string(s))
+			goto bad;
+		for (size_t k = 0; known[k]; k++)
+			ok |= strcmp(json_string_value(s), known[k]) == 0;
+		if (!ok || num_or_null(e, "delta_est", &a->cand[i].delta_est) ||
+		    num_or_null(e, "predicted_cost", &a->cand[i].predicted) ||
+		    a->cand[i].delta_est < 0)
+			goto bad;
+		strcpy(a->cand[i].strategy, json_string_value(s));
+		a->cand[i].bound = NAN;
+		if (isfinite(a->cand[i].delta_est) && c > 0 && c < 1 && D > 0 && a->iter >= 0) {
+			struct scar_bound_pert p = { .norm = a->cand[i].delta_est, .iter = a->iter };
+			struct scar_error e2;
+
+			scar_error_clear(&e2);
+			if (scar_bound_iota(c, D, &p, 1, &a->cand[i].bound, &e2))
+				a->cand[i].bound = NAN;
+		}
+		a->n++;
+	}
+	return 0;
+bad:
+	return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)line,
+				 "recovery record's \"auto\" is not a choice and 1 to %d candidates of strategy, delta_est and predicted_cost",
+				 SCAR_BOUND_AUTO_MAX);
 }
 
 /* The theorem and the envelope against the perturbed run's dist_opt (see scar/bound.h). */
@@ -563,6 +631,18 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 	rc = scar_bound_evaluate(out->ref.c, out->ref.D, out->pert, np, o->eps, &out->bound, err);
 	if (rc)
 		goto out;
+	/* The auto recoveries' candidates, each bounded as if it had been taken. */
+	out->autos = calloc(recoveries + 1, sizeof(*out->autos));
+	if (!out->autos) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 1; i < pert->n; i++)
+		if (strcmp(rec_type(pert->records[i]), "recovery") == 0 &&
+		    json_object_get(pert->records[i], "auto") &&
+		    (rc = read_auto(pert->records[i], pert_name, i + 1, out->ref.c, out->ref.D,
+				    &out->autos[out->nauto++], err)))
+			goto out;
 	if (isnan(o->target)) {
 		/* the default target is the reference's final values: name a bad one */
 		int dist = o->metric == SCAR_BOUND_METRIC_DIST;

@@ -250,6 +250,24 @@ struct scar_bound_check_opts {
 
 void scar_bound_check_opts_init(struct scar_bound_check_opts *o);
 
+/*
+ * A recovery scar-train --recovery auto chose (scar-events(7)): its
+ * candidates with the perturbation each was estimated to cause, the cost
+ * the trainer predicted online, and the bound of that perturbation under
+ * the check's c and D (NaN for the rollback, whose cost T - C is known and
+ * is its predicted cost, and where an estimate is missing).
+ */
+#define SCAR_BOUND_AUTO_MAX 4
+struct scar_bound_auto {
+	double iter;
+	char choice[16];
+	size_t n;
+	struct {
+		char strategy[16];
+		double delta_est, predicted, bound;
+	} cand[SCAR_BOUND_AUTO_MAX];
+};
+
 struct scar_bound_check {
 	struct scar_bound_stream ref;
 	struct scar_bound_cost cost;
@@ -276,6 +294,8 @@ struct scar_bound_check {
 	double settle_eps;
 	int theorem;			/* 1 holds, 0 violated, -1 unchecked or undecided */
 	double envelope_max, envelope_iter;	/* NaN without dist_opt */
+	struct scar_bound_auto *autos;	/* the perturbed stream's auto recoveries; owned */
+	size_t nauto;
 };
 
 /*

@@ -147,3 +147,26 @@ allowed() {
 	echo "estimated $est, caused $real"
 	awk -v e="$est" -v r="$real" 'BEGIN { exit !(e > r / 2 && e < r * 2) }'
 }
+
+@test "recovery: scar-bound check lists auto's candidates with their predicted cost and bound" {
+	scar-train -q --no-timing -m mf -n 30 > ref.jsonl
+	scar-train -q --no-timing -m mf -n 30 --policy priority --fail-at 12 --lose-count 2 --recovery auto > a.jsonl
+	run -0 scar-bound check ref.jsonl a.jsonl
+	[[ "$output" == *"auto               at iteration 12 chose rebuild"* ]]
+	[[ "$output" == *"candidate        partial  delta_est "* ]]
+	run -0 scar-bound check --json ref.jsonl a.jsonl
+	jq -e '.auto[0].choice == "rebuild" and (.auto[0].candidates | length) == 3 and
+		(.auto[0].candidates[] | select(.strategy == "partial") | .bound > 0)' <<< "$output"
+	# a run without auto has none
+	scar-train -q --no-timing -m mf -n 30 --policy priority --fail-at 12 --lose-count 2 > p.jsonl
+	run -0 scar-bound check --json ref.jsonl p.jsonl
+	jq -e '.auto == []' <<< "$output"
+	# a malformed auto object is exit 2 naming its line
+	line=$(grep -n '"type":"recovery"' a.jsonl | cut -d: -f1)
+	for bad in '.auto.candidates = 3' '.auto.candidates[0].strategy = "magic"' \
+		'.auto.candidates[0].delta_est = -1' '.auto.choice = 7' '.auto.candidates = []'; do
+		jq -c "if .type == \"recovery\" then $bad else . end" a.jsonl > bad.jsonl
+		run -2 scar-bound check ref.jsonl bad.jsonl
+		[[ "$output" == *"bad.jsonl:$line"*'"auto"'* ]] || { echo "$bad: $output"; return 1; }
+	done
+}
