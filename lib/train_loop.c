@@ -560,10 +560,16 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	if ((rc = scar_train_emit(c, rec)))
 		goto out;
 	/* auto: the choice reads the survivors and the saved view only (lost rows are destroyed). */
-	if (how == SCAR_RECOVER_AUTO &&
-	    (rc = agree(c, scar_train_auto_choose(c, lost, st->iteration - c->last_full->iteration,
-						  &how, &autoinfo))))
-		goto out;
+	if (how == SCAR_RECOVER_AUTO) {
+		double t1 = scar_train_now();
+
+		if ((rc = agree(c, scar_train_auto_choose(c, lost,
+							  st->iteration - c->last_full->iteration,
+							  &how, &autoinfo))))
+			goto out;
+		if (c->o->timing && autoinfo)
+			json_object_set_new(autoinfo, "seconds", json_real(scar_train_now() - t1));
+	}
 
 	if (how == SCAR_RECOVER_FULL) {
 		struct scar_state *s;
