@@ -18,7 +18,7 @@
  *   full             no estimate needed: the rollback redoes T - C
  *                    iterations, its cost.
  * c and the current distance to the optimum come from the step norms since
- * the last failure (or the start, or the resume): log s_k = a + b k fitted
+ * the last failure or the start, the last 64 of them: log s_k = a + b k fitted
  * (scar_bound_fit), c = e^b, dist = e^(a + b T) / (1 - c), and a perturbation
  * of size delta is predicted to cost log(1 + delta / dist) / log(1 / c)
  * iterations. Without a contraction estimate (too few steps, c >= 1) auto
@@ -42,22 +42,62 @@ static int is_param(const struct scar_tensor *x)
 	return x->role == SCAR_ROLE_PARAM;
 }
 
+/*
+ * The step norms the fit reads: the state's extra "auto_steps", the last
+ * up to SCAR_AUTO_STEPS norms since the last failure, newest last. In the
+ * state so that checkpoints carry it and a resume chooses as the run it
+ * continues would have (only with recovery auto: other runs' states are
+ * as before). The one reader: NULL when absent; SCAR_ECORRUPT in *rc for
+ * anything but an array of at most SCAR_AUTO_STEPS finite numbers >= 0.
+ */
+#define SCAR_AUTO_STEPS 64
+
+static json_t *auto_steps(struct scar_train_ctx *c, int *rc)
+{
+	json_t *a = json_object_get(c->st->extra, "auto_steps"), *v;
+	size_t i;
+
+	*rc = 0;
+	if (!a)
+		return NULL;
+	if (!json_is_array(a) || json_array_size(a) > SCAR_AUTO_STEPS)
+		goto bad;
+	json_array_foreach(a, i, v)
+		if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+			goto bad;
+	return a;
+bad:
+	*rc = scar_error_set(c->err, SCAR_ECORRUPT,
+			     "state's extra \"auto_steps\" is not an array of at most %d step norms",
+			     SCAR_AUTO_STEPS);
+	return NULL;
+}
+
 int scar_train_auto_step(struct scar_train_ctx *c, double s)
 {
-	while (c->nsteps <= c->clock) {
-		if (c->nsteps == c->capsteps) {
-			size_t ncap = c->capsteps ? c->capsteps * 2 : 256;
-			double *p = realloc(c->steps, ncap * sizeof(*p));
+	json_t *a;
+	int rc;
 
-			if (!p)
-				return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
-			c->steps = p;
-			c->capsteps = ncap;
-		}
-		c->steps[c->nsteps++] = NAN;
+	if (c->o->recovery != SCAR_RECOVER_AUTO)
+		return 0;
+	a = auto_steps(c, &rc);
+	if (rc)
+		return rc;
+	if (!a) {
+		if (json_object_set_new(c->st->extra, "auto_steps", json_array()))
+			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		a = json_object_get(c->st->extra, "auto_steps");
 	}
-	c->steps[c->clock] = s;
+	if (json_array_append_new(a, json_real(isfinite(s) ? s : 0)))
+		return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+	if (json_array_size(a) > SCAR_AUTO_STEPS)
+		json_array_remove(a, 0);
 	return 0;
+}
+
+void scar_train_auto_reset(struct scar_train_ctx *c)
+{
+	json_object_del(c->st->extra, "auto_steps");
 }
 
 /*
@@ -253,8 +293,7 @@ int scar_train_auto_choose(struct scar_train_ctx *c, const uint8_t *lost, uint64
 	struct scar_error fe;
 	double *k = NULL, *s = NULL, cc = NAN, dist = NAN, est[4], pred[4], best = INFINITY;
 	size_t n = 0;
-	uint64_t from = c->cost_clock;	/* the last perturbation: start, resume or failure */
-	json_t *cands = json_array(), *rec = json_object();
+	json_t *steps, *cands = json_array(), *rec = json_object();
 	int rc = 0, ok[4], pick = -1;
 
 	*info = NULL;
@@ -263,18 +302,21 @@ int scar_train_auto_choose(struct scar_train_ctx *c, const uint8_t *lost, uint64
 		rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* c and the distance to the optimum from the steps since the last perturbation. */
-	k = malloc((c->nsteps + 1) * sizeof(*k));
-	s = malloc((c->nsteps + 1) * sizeof(*s));
+	/* c and the distance to the optimum from the steps since the last failure. */
+	steps = auto_steps(c, &rc);
+	if (rc)
+		goto out;
+	n = json_array_size(steps);
+	k = malloc((n + 1) * sizeof(*k));
+	s = malloc((n + 1) * sizeof(*s));
 	if (!k || !s) {
 		rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (uint64_t q = from + 1; q < c->nsteps && q <= c->clock; q++)
-		if (isfinite(c->steps[q])) {
-			k[n] = (double)q;
-			s[n++] = c->steps[q];
-		}
+	for (size_t q = 0; q < n; q++) {
+		k[q] = (double)c->clock - (double)(n - 1 - q);
+		s[q] = json_number_value(json_array_get(steps, q));
+	}
 	scar_error_clear(&fe);
 	if (n >= SCAR_BOUND_FIT_MIN && scar_bound_fit(k, s, n, NULL, &fit, &fe) == 0 &&
 	    fit.c > 0 && fit.c < 1) {

@@ -136,9 +136,6 @@ struct scar_train_ctx {
 	 */
 	uint64_t **ages;
 	size_t nages;
-	/* Step norm by clock (NAN where unknown), for recovery "auto" (train_auto.c). */
-	double *steps;
-	size_t nsteps, capsteps;
 };
 
 /*
@@ -221,6 +218,7 @@ int scar_train_rewind_prune(struct scar_train_ctx *c);
  * rollback). *info gets the record for the recovery event ("auto").
  */
 int scar_train_auto_step(struct scar_train_ctx *c, double s);
+void scar_train_auto_reset(struct scar_train_ctx *c);	/* after a failure: a new window */
 int scar_train_auto_choose(struct scar_train_ctx *c, const uint8_t *lost, uint64_t full_cost,
 			   enum scar_recovery *choice, json_t **info);
 /*

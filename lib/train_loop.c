@@ -632,6 +632,7 @@ static int fail_and_recover(struct scar_train_ctx *c)
 		goto out;
 	c->obj[c->clock] = obj;
 	c->cost_clock = c->clock;
+	scar_train_auto_reset(c);	/* the steps after a failure start a new window */
 	c->cost_iter = st->iteration;
 	rec = json_pack("{s:s, s:I, s:s, s:O, s:I, s:f, s:I, s:I, s:f}", "type", "recovery",
 			"iter", (json_int_t)c->clock, "strategy", scar_recovery_name(how),
@@ -1010,8 +1011,6 @@ void scar_train_ctx_release(struct scar_train_ctx *c, int rc, double **objs, siz
 	c->obj = NULL;
 	scar_state_free(c->st);
 	scar_train_ages_free(c);
-	free(c->steps);
-	c->steps = NULL;
 	scar_state_free(c->saved);
 	scar_state_free(c->last_full);
 	c->st = c->saved = c->last_full = NULL;

@@ -170,3 +170,17 @@ allowed() {
 		[[ "$output" == *"bad.jsonl:$line"*'"auto"'* ]] || { echo "$bad: $output"; return 1; }
 	done
 }
+
+@test "recovery: rewind and auto resume exactly from partial checkpoints (the saved view's iterations and the step window rebuilt)" {
+	o="--shards 8 --policy priority --fraction 1/4 --interval 8 -q --no-timing --no-sync"
+	sel='select(.type == "iteration" or .type == "recovery") | select(.iter > 12) | tostring'
+	for case in "mlr rewind" "mlr auto" "mf auto"; do
+		set -- $case
+		rm -rf ckA ckB
+		scar-train -m "$1" -n 30 $o --fail-at 17,22 --lose-count 3 --recovery "$2" --checkpoint-dir ckA > a.jsonl
+		scar-train -m "$1" -n 12 $o --recovery "$2" --checkpoint-dir ckB --save s12.ckpt > /dev/null
+		scar-train --resume s12.ckpt -n 30 $o --fail-at 17,22 --lose-count 3 --recovery "$2" \
+			--checkpoint-dir ckB > b.jsonl
+		diff <(jq -r "$sel" a.jsonl) <(jq -r "$sel" b.jsonl)
+	done
+}
