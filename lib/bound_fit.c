@@ -442,9 +442,11 @@ static int read_auto(const json_t *r, const char *name, size_t line, double c, d
 			goto bad;
 		for (size_t k = 0; known[k]; k++)
 			ok |= strcmp(json_string_value(s), known[k]) == 0;
+		for (size_t k = 0; k < i; k++)
+			ok &= strcmp(json_string_value(s), a->cand[k].strategy) != 0;
 		if (!ok || num_or_null(e, "delta_est", &a->cand[i].delta_est) ||
 		    num_or_null(e, "predicted_cost", &a->cand[i].predicted) ||
-		    a->cand[i].delta_est < 0)
+		    a->cand[i].delta_est < 0 || a->cand[i].predicted < 0)
 			goto bad;
 		strcpy(a->cand[i].strategy, json_string_value(s));
 		a->cand[i].bound = NAN;
@@ -458,10 +460,13 @@ static int read_auto(const json_t *r, const char *name, size_t line, double c, d
 		}
 		a->n++;
 	}
-	return 0;
+	/* The choice is one of the candidates (so a known name, safe to print). */
+	for (i = 0; i < a->n; i++)
+		if (!strcmp(a->choice, a->cand[i].strategy))
+			return 0;
 bad:
 	return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)line,
-				 "recovery record's \"auto\" is not a choice and 1 to %d candidates of strategy, delta_est and predicted_cost",
+				 "recovery record's \"auto\" is not a choice among 1 to %d distinct candidates of strategy, delta_est and predicted_cost",
 				 SCAR_BOUND_AUTO_MAX);
 }
 

@@ -21,6 +21,7 @@
 #include "scar/file.h"
 #include "scar/store.h"
 #include "scar/train.h"
+#include "rewind.h"
 #include "store_internal.h"
 
 void scar_store_init(struct scar_store *s, const char *dir)
@@ -633,19 +634,20 @@ static int load_entry(const struct scar_ckpt_entry *e, struct scar_state **s, st
 		scar_dist_manifest_load(e->path, s, err) : scar_ckpt_load(e->path, s, err);
 }
 
-/* The rows partial checkpoint s holds were saved at iteration it. */
-static void mark_ages(const struct scar_state *saved, const struct scar_state *s, uint64_t it,
-		      uint64_t *const *ages)
+/* Where the rows checkpoint s holds stand (lib/rewind.h), into ages. */
+static int mark_ages(const struct scar_state *saved, const struct scar_state *s,
+		     uint64_t *const *ages, struct scar_error *err)
 {
 	for (size_t t = 0; ages && t < saved->ntensors; t++) {
 		const struct scar_tensor *x = scar_state_find(s, saved->tensors[t]->name);
+		int rc;
 
-		if (!ages[t] || !x)
+		if (!ages[t] || !x || scar_tensor_rows(x) != scar_tensor_rows(saved->tensors[t]))
 			continue;
-		for (uint64_t r = 0; r < scar_tensor_rows(x) && r < scar_tensor_rows(saved->tensors[t]); r++)
-			if (!x->present || x->present[r])
-				ages[t][r] = it;
+		if ((rc = scar_rewind_ages(s, x, x->present, ages[t], err)))
+			return rc;
 	}
+	return 0;
 }
 
 /*
@@ -698,12 +700,11 @@ int scar_store_saved_view(const struct scar_store *store, const struct scar_stat
 		}
 	/* A full checkpoint replaces the view outright. */
 	for (size_t t = 0; t < s->ntensors; t++)
-		if (s->tensors[t]->role == SCAR_ROLE_PARAM) {
+		if (s->tensors[t]->role == SCAR_ROLE_PARAM)
 			memcpy(saved->tensors[t]->data, s->tensors[t]->data,
 			       scar_tensor_bytes(s->tensors[t]));
-			for (uint64_t r = 0; ages && ages[t] && r < scar_tensor_rows(s->tensors[t]); r++)
-				ages[t][r] = v[base].iteration;
-		}
+	if ((rc = mark_ages(saved, s, ages, err)))
+		goto out;
 	/* Older than k: the run's last full checkpoint was it, not the resumed state. */
 	if (v[base].iteration < k) {
 		scar_state_free(*last_full);
@@ -717,9 +718,9 @@ int scar_store_saved_view(const struct scar_store *store, const struct scar_stat
 		scar_state_free(s);
 		s = NULL;
 		if ((rc = load_entry(&v[i], &s, err)) ||
-		    (rc = scar_ckpt_apply(saved, s, err)))
+		    (rc = scar_ckpt_apply(saved, s, err)) ||
+		    (rc = mark_ages(saved, s, ages, err)))
 			break;
-		mark_ages(saved, s, v[i].iteration, ages);
 	}
 out:
 	saved->iteration = it;

@@ -70,6 +70,7 @@
 #include "scar/dist.h"
 #include "scar/model.h"
 #include "model_util.h"
+#include "rewind.h"
 #include "transport.h"
 
 #define MLR_SPLIT_STREAM 31	/* the held-out split's draws (by data_seed) */
@@ -687,7 +688,7 @@ static void mlr_rate(const struct scar_model *m, uint64_t epoch, float *lr, floa
 
 /*
  * Recovery "rewind" (scar(7)): a row restored from an older saved value
- * follows the schedule at its own epoch for a while (mu_rewind_rows). Its
+ * follows the schedule at its own epoch for a while (lib/rewind.h). Its
  * update over a minibatch, from its value r before it (classes floats), is
  * the model's with lr_j for lr: r <- decay_j r (not the bias row), then
  * r += (sd_i ratio_j) x_ij example by example, sd being the minibatch's
@@ -702,8 +703,8 @@ struct rewind_rate {
 static int rewind_rates(const struct scar_model *m, const struct scar_state *st, float lr,
 			struct rewind_rate **out, size_t *n, struct scar_error *err)
 {
-	struct mu_rewind_row *rw;
-	int rc = mu_rewind_rows(st, "weights", m->d + 1, st->iteration, &rw, n, err);
+	struct scar_rewind_row *rw;
+	int rc = scar_rewind_rows(st, "weights", m->d + 1, st->iteration, &rw, n, err);
 
 	*out = NULL;
 	if (rc || !*n) {

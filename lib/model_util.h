@@ -242,65 +242,6 @@ static inline void mu_rng_put(struct scar_state *st, const struct scar_rng *r)
 	scar_rng_save(r, t->data);
 }
 
-/*
- * Recovery "rewind" (lib/train_rewind.c, scar(7)): the rows of param tensor
- * name (rows rows) that follow their own step schedule at state iteration
- * k, and the iteration of the schedule each is at. The one reader and
- * validation of the state's extra "rewind"; *out (free it) gets *n rows in
- * ascending order. SCAR_ECORRUPT for a record that is not [row, origin,
- * start] triples with row < rows, origin < start <= k, rows ascending.
- */
-struct mu_rewind_row {
-	uint64_t row, clock;
-};
-
-static inline int mu_rewind_rows(const struct scar_state *st, const char *name, uint64_t rows,
-				 uint64_t k, struct mu_rewind_row **out, size_t *n,
-				 struct scar_error *err)
-{
-	const json_t *rw = json_object_get(st->extra, "rewind"), *a, *e;
-	uint64_t last = 0;
-	size_t i;
-
-	*out = NULL;
-	*n = 0;
-	if (!rw)
-		return 0;
-	a = json_object_get(rw, name);
-	if (!json_is_object(rw) || (a && !json_is_array(a)))
-		return scar_error_set(err, SCAR_ECORRUPT,
-				      "state's extra \"rewind\" is not an object of arrays");
-	if (!a || !json_array_size(a))
-		return 0;
-	*out = malloc(json_array_size(a) * sizeof(**out));
-	if (!*out)
-		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
-	json_array_foreach(a, i, e) {
-		const json_t *r = json_array_get(e, 0), *o = json_array_get(e, 1), *s = json_array_get(e, 2);
-		json_int_t row, origin, start;
-
-		if (!json_is_array(e) || json_array_size(e) != 3 || !json_is_integer(r) ||
-		    !json_is_integer(o) || !json_is_integer(s) ||
-		    (row = json_integer_value(r)) < 0 || (uint64_t)row >= rows ||
-		    (origin = json_integer_value(o)) < 0 || (start = json_integer_value(s)) <= origin ||
-		    (uint64_t)start > k || (i && (uint64_t)row <= last)) {
-			free(*out);
-			*out = NULL;
-			*n = 0;
-			return scar_error_set(err, SCAR_ECORRUPT,
-					      "state's extra \"rewind\" of tensor '%s', entry %zu: not [row, origin, start] with row < %llu, origin < start <= %llu, rows ascending",
-					      name, i, (unsigned long long)rows, (unsigned long long)k);
-		}
-		last = (uint64_t)row;
-		if (k - (uint64_t)start < (uint64_t)(start - origin)) {
-			(*out)[*n].row = (uint64_t)row;
-			(*out)[*n].clock = (uint64_t)origin + (k - (uint64_t)start);
-			(*n)++;
-		}
-	}
-	return 0;
-}
-
 /* The "seed" of a state's config (init_state draws from it), else def. */
 static inline uint64_t mu_state_seed(const struct scar_state *st, uint64_t def)
 {

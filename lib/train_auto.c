@@ -353,6 +353,8 @@ int scar_train_auto_choose(struct scar_train_ctx *c, const uint8_t *lost, uint64
 		double key = isfinite(cc) && isfinite(dist) ? pred[i] :
 			order[i] == SCAR_RECOVER_FULL ? INFINITY : est[i];
 
+		if (isnan(key))
+			key = INFINITY;	/* no estimate: never ahead of one */
 		if (ok[i] && (pick < 0 || key < best)) {
 			pick = i;
 			best = key;

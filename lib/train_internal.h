@@ -131,8 +131,9 @@ struct scar_train_ctx {
 	double div_best, div_start_abs, div_start_worst;
 	uint64_t div_failures;
 	/*
-	 * Per param tensor (NULL for the others), per row: the state iteration
-	 * its saved-view value comes from (recovery "rewind", train_rewind.c).
+	 * Per param tensor (NULL for the others), per row r: [2 r] the state
+	 * iteration its saved-view value comes from, [2 r + 1] the step
+	 * schedule's point it had reached (recovery "rewind", train_rewind.c).
 	 */
 	uint64_t **ages;
 	size_t nages;
@@ -199,14 +200,14 @@ int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, si
 int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp);
 
 /*
- * train_rewind.c: the saved view's row iterations (every param row at iter;
- * then the rows of tensor ti a checkpoint at iter wrote, sel NULL: all),
+ * train_rewind.c: the saved view's row ages (every param row at iter; then
+ * the rows of tensor ti a checkpoint of the state writes, sel NULL: all),
  * and the state's "rewind" record: begun by a recovery that restored the
  * lost shards' rows (*rows: the rows that rewind), pruned of finished
  * windows after every step.
  */
 int scar_train_ages_init(struct scar_train_ctx *c, uint64_t iter);
-void scar_train_ages_mark(struct scar_train_ctx *c, size_t ti, const uint8_t *sel, uint64_t iter);
+int scar_train_ages_mark(struct scar_train_ctx *c, size_t ti, const uint8_t *sel);
 void scar_train_ages_free(struct scar_train_ctx *c);
 int scar_train_rewind_begin(struct scar_train_ctx *c, const uint8_t *lost, uint64_t *rows);
 int scar_train_rewind_prune(struct scar_train_ctx *c);

@@ -461,9 +461,7 @@ int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, ui
 {
 	int rc = select_rows(c, ti, sel, ncp);
 
-	if (!rc)
-		scar_train_ages_mark(c, ti, sel, c->st->iteration);
-	return rc;
+	return rc ? rc : scar_train_ages_mark(c, ti, sel);
 }
 
 json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_t rows,
@@ -473,9 +471,14 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 	const struct scar_train_opts *o = c->o;
 	json_t *rec;
 
-	/* A full checkpoint is every row's saved value (a partial one: select_rows). */
+	/*
+	 * A full checkpoint is every row's saved value (a partial one:
+	 * select_rows). The rewind record was checked after the step, so only
+	 * memory can fail here: NULL, which the caller's emit reports so.
+	 */
 	for (size_t i = 0; full && i < c->st->ntensors; i++)
-		scar_train_ages_mark(c, i, NULL, c->st->iteration);
+		if (scar_train_ages_mark(c, i, NULL))
+			return NULL;
 	c->res->checkpoints++;
 	c->res->checkpoint_rows += rows;
 	c->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
@@ -839,7 +842,8 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	c->cost_iter = c->st->iteration;
 	/* The saved view starts as the current state, saved in full. */
 	if ((rc = agree(c, scar_state_clone(&c->saved, c->st, c->err))) ||
-	    (rc = agree(c, scar_train_ages_init(c, c->st->iteration))))
+	    (rc = agree(c, scar_train_ages_init(c, c->st->iteration))) ||
+	    (rc = agree(c, scar_train_rewind_prune(c))))
 		return rc;
 	if (!o->resume)
 		return (rc = agree(c, record_iteration(c, 0, 1))) ? rc :

@@ -122,8 +122,9 @@ int scar_store_resume_scan(const char *path, const struct scar_state *st, size_t
  * checkpoint when older than k. Without a full checkpoint at or before k,
  * or s->dir NULL, nothing changes. SCAR_EMISMATCH when it is not of st's
  * run. ages (NULL: not wanted) has per tensor of saved an array (NULL for
- * the tensors not wanted) of one iteration per row: each row gets the
- * iteration of the checkpoint its saved value comes from.
+ * the tensors not wanted) of two per row: each row gets the iteration of
+ * the checkpoint its saved value comes from and the step schedule's point
+ * it had reached then (recovery "rewind", lib/rewind.h).
  */
 int scar_store_saved_view(const struct scar_store *s, const struct scar_state *st,
 			  struct scar_state *saved, struct scar_state **last_full,

@@ -164,7 +164,9 @@ allowed() {
 	# a malformed auto object is exit 2 naming its line
 	line=$(grep -n '"type":"recovery"' a.jsonl | cut -d: -f1)
 	for bad in '.auto.candidates = 3' '.auto.candidates[0].strategy = "magic"' \
-		'.auto.candidates[0].delta_est = -1' '.auto.choice = 7' '.auto.candidates = []'; do
+		'.auto.candidates[0].delta_est = -1' '.auto.choice = 7' '.auto.candidates = []' \
+		'.auto.choice = "rewind"' '.auto.choice = "a\u001b[31m"' '.auto.candidates[1].predicted_cost = -5' \
+		'.auto.candidates[1].strategy = "rebuild"'; do
 		jq -c "if .type == \"recovery\" then $bad else . end" a.jsonl > bad.jsonl
 		run -2 scar-bound check ref.jsonl bad.jsonl
 		[[ "$output" == *"bad.jsonl:$line"*'"auto"'* ]] || { echo "$bad: $output"; return 1; }
@@ -183,4 +185,16 @@ allowed() {
 			--checkpoint-dir ckB > b.jsonl
 		diff <(jq -r "$sel" a.jsonl) <(jq -r "$sel" b.jsonl)
 	done
+}
+
+@test "recovery: a row saved inside its rewind window and lost again redoes its lost updates from the point it had reached" {
+	o="--shards 4 --policy round-robin --interval 4 --set lr_decay=0.5 --recovery rewind --lose-shards 2 -q --no-timing"
+	# lost at 5, row 10 restored from its value of 2: points 2, 3, 4 at iterations 5, 6, 7
+	scar-train --iters 6 $o --fail-at 5 --save b6.ckpt > /dev/null
+	run -0 scar-ckpt info --json b6.ckpt
+	jq -e '.extra.rewind.weights | index([[10, 2, 5, 3]])' <<< "$output"
+	# round-robin saves row 10 at 6, at point 3; lost again at 8 it redoes 6 and 7 at points 3 and 4
+	scar-train --iters 9 $o --fail-at 5,8 --save a.ckpt > /dev/null
+	run -0 scar-ckpt info --json a.ckpt
+	jq -e '.extra.rewind.weights | index([[10, 3, 8, 2]])' <<< "$output"
 }

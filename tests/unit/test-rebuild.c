@@ -15,7 +15,7 @@
 #include "scar/shard.h"
 #include "scar/tensor.h"
 #include "model_lda.h"
-#include "model_util.h"
+#include "rewind.h"
 #include "unit.h"
 
 /* A configured, created, initialized model and its state, stepped n times. */
@@ -334,39 +334,54 @@ static void test_none(void)
 static void test_rewind_record(void)
 {
 	static const char *const bad[] = {
-		"[]", "{\"w\": 3}", "{\"w\": [[1, 2]]}", "{\"w\": [[1, 5, 5]]}",
-		"{\"w\": [[1, 6, 5]]}", "{\"w\": [[10, 1, 5]]}", "{\"w\": [[-1, 1, 5]]}",
-		"{\"w\": [[1, 1, 9]]}", "{\"w\": [[2, 1, 5], [2, 1, 5]]}",
-		"{\"w\": [[3, 1, 5], [2, 1, 5]]}", "{\"w\": [[1, 1.5, 5]]}", "{\"w\": [\"x\"]}",
+		"[]", "{\"w\": 3}", "{\"w\": [[1, 2, 5]]}", "{\"w\": [[1, 2, 5, 0]]}",
+		"{\"w\": [[1, 2, 5, 4]]}", "{\"w\": [[1, 6, 5, 1]]}", "{\"w\": [[10, 1, 5, 1]]}",
+		"{\"w\": [[-1, 1, 5, 1]]}", "{\"w\": [[1, 1, 9, 1]]}",
+		"{\"w\": [[2, 1, 5, 1], [2, 1, 5, 1]]}", "{\"w\": [[3, 1, 5, 1], [2, 1, 5, 1]]}",
+		"{\"w\": [[1, 1.5, 5, 1]]}", "{\"w\": [\"x\"]}",
+		"{\"w\": [[1, 9223372036854775807, 5, 9223372036854775807]]}",
 	};
 	struct scar_state *st = NULL;
-	struct mu_rewind_row *rows;
+	struct scar_rewind_row *rows;
+	struct scar_tensor *t = NULL;
+	uint64_t shape[2] = { 10, 3 }, age[20];
 	json_error_t je;
 	size_t n;
 
 	CHECK_RC(scar_state_new(&st, "mlr", UNIT_ERR));
-	if (!st)
+	CHECK_RC(scar_tensor_new(&t, "w", SCAR_F32, SCAR_ROLE_PARAM, 2, shape, UNIT_ERR));
+	if (!st || !t)
 		return;
-	/* rows 1 and 4 restored at 5, from 2 and from 4: windows of 3 and 1 */
-	json_object_set_new(st->extra, "rewind", json_loads("{\"w\": [[1, 2, 5], [4, 4, 5]]}", 0, &je));
-	CHECK_RC(mu_rewind_rows(st, "w", 10, 5, &rows, &n, UNIT_ERR));
+	CHECK_RC(scar_state_add(st, t, UNIT_ERR));
+	/* row 1 restored at 5 from point 2, 3 updates; row 4 from point 3, saved at 4: 1 update */
+	json_object_set_new(st->extra, "rewind",
+			    json_loads("{\"w\": [[1, 2, 5, 3], [4, 3, 5, 1]]}", 0, &je));
+	CHECK_RC(scar_rewind_rows(st, "w", 10, 5, &rows, &n, UNIT_ERR));
 	CHECK(n == 2 && rows[0].row == 1 && rows[0].clock == 2 && rows[1].row == 4 &&
-	      rows[1].clock == 4);
+	      rows[1].clock == 3);
 	free(rows);
-	CHECK_RC(mu_rewind_rows(st, "w", 10, 7, &rows, &n, UNIT_ERR));
+	CHECK_RC(scar_rewind_rows(st, "w", 10, 7, &rows, &n, UNIT_ERR));
 	CHECK(n == 1 && rows[0].row == 1 && rows[0].clock == 4);
 	free(rows);
-	CHECK_RC(mu_rewind_rows(st, "w", 10, 8, &rows, &n, UNIT_ERR));
+	CHECK_RC(scar_rewind_rows(st, "w", 10, 8, &rows, &n, UNIT_ERR));
 	CHECK(n == 0);
 	free(rows);
-	CHECK_RC(mu_rewind_rows(st, "other", 10, 5, &rows, &n, UNIT_ERR));
+	CHECK_RC(scar_rewind_rows(st, "other", 10, 5, &rows, &n, UNIT_ERR));
 	CHECK(n == 0);
 	free(rows);
+	/* A checkpoint at 6 saves row 1 at point 3, the others at 6. */
+	st->iteration = 6;
+	CHECK_RC(scar_rewind_ages(st, t, NULL, age, UNIT_ERR));
+	CHECK(age[2] == 6 && age[3] == 3 && age[0] == 6 && age[1] == 6 && age[9] == 6);
+	CHECK_RC(scar_rewind_check(st, UNIT_ERR));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		json_object_set_new(st->extra, "rewind", json_loads(bad[i], 0, &je));
-		CHECK_CODE(mu_rewind_rows(st, "w", 10, 8, &rows, &n, UNIT_ERR), SCAR_ECORRUPT);
+		CHECK_CODE(scar_rewind_rows(st, "w", 10, 8, &rows, &n, UNIT_ERR), SCAR_ECORRUPT);
 		CHECK(rows == NULL && n == 0);
 	}
+	/* The whole record: names must be param tensors of the state. */
+	json_object_set_new(st->extra, "rewind", json_loads("{\"nope\": [[1, 1, 2, 1]]}", 0, &je));
+	CHECK_CODE(scar_rewind_check(st, UNIT_ERR), SCAR_ECORRUPT);
 	scar_state_free(st);
 }
 
