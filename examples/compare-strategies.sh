@@ -55,7 +55,8 @@
 # paired bootstrap (trial indices resampled jointly), marked (n.s.) when it
 # includes 0; per workload the null trials' mean, interval and max |cost|.
 #
-# Writes OUT/compare.md, OUT/compare-auto.md (auto in hindsight), OUT/compare.json, OUT/compare.png (with gnuplot;
+# Writes OUT/compare.md, OUT/compare-auto.md (auto in hindsight),
+# OUT/compare-vs-scar.md (the reductions against scar instead), OUT/compare.json, OUT/compare.png (with gnuplot;
 # OUT/compare.gp is its script), the raw runs in OUT/compare-runs.tsv
 # (label, data, lost, strategy, trial, T, cost_interp, censored; sorted by
 # workload, lost fraction, strategy and trial, so re-runs compare with cmp;
@@ -451,6 +452,11 @@ set -- --seed "$bseed" --resamples "$resamples" --markdown "$out/compare.md" \
 	--json "$out/compare.json" --gnuplot "$out/compare.gp"
 [ ! -r "$wl" ] || set -- "$@" --workloads "$wl"
 ${SCAR_WRAP:-} "$stats" "$@" "$runs"
+# The recoveries beyond SCAR against SCAR itself (same policy, same trials).
+if grep -q "$(printf '\tscar-re')\|$(printf '\tscar-auto')" "$runs"; then
+	${SCAR_WRAP:-} "$stats" --seed "$bseed" --resamples "$resamples" --baseline scar \
+		--markdown "$out/compare-vs-scar.md" "$runs" > /dev/null
+fi
 
 if command -v gnuplot >/dev/null 2>&1; then
 	clusters=$(grep -c '^[0-9]' "$out/compare.gp" || :)	# bars and floor bands
