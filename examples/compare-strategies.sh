@@ -330,7 +330,7 @@ if [ "$aggregate" != 1 ]; then
 	nruns=$((trials * (nf * npairs + nl * nnull)))
 	total=$((nl + nruns))
 	{
-		echo "compare: plan: $nl workloads x $nf lost fractions ($lost) x $ns strategies, of which $((nf * npairs)) cells apply, $trials trials each"
+		echo "compare: plan: $nl workloads x $nf lost fractions ($lost) x $ns strategies = $((nf * npairs)) cells, $trials trials each$([ "$npairs" -eq $((nl * ns)) ] || echo ' (rebuild and rewind only on the models that have them)')"
 		[ "$nnull" = 0 ] || echo "compare: null trials: $trials per workload ($null_args)"
 		while IFS="$(printf '\t')" read -r label _ dname _ args; do
 			n=$(iters_of "$args")

@@ -129,8 +129,9 @@ known_runs() {
 	run -0 "$CMP" --help
 	assert_line --index 0 --partial "usage: compare-strategies.sh [options] [SPEC...]"
 	run -0 "$CMP" --plan -t 20 -o out ridge 'tiny=-m ridge -n 40 --seed 3'
-	[[ $output == *"2 workloads x 3 lost fractions (1/8 1/4 1/2) x 5 strategies = 30 cells, 20 trials each"* ]]
-	[[ $output == *"2 reference runs + 640 runs = 642"* ]]
+	# 8 strategies, of which ridge has 6 (no rebuild, no rewind)
+	[[ $output == *"2 workloads x 3 lost fractions (1/8 1/4 1/2) x 8 strategies = 36 cells, 20 trials each (rebuild and rewind only on the models that have them)"* ]]
+	[[ $output == *"2 reference runs + 760 runs = 762"* ]]
 	[[ $output == *"tiny (synthetic): scar-train -m ridge -n 40 --seed 3; failures after iterations 9..20"* ]]
 	[ "$(cut -f 1-3 out/compare-workloads.tsv | tr '\t' ' ')" = "$(printf 'ridge ridge synthetic\ntiny ridge synthetic')" ]
 	run -2 "$CMP" --plan -o out no-such-workload

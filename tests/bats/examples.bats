@@ -110,9 +110,9 @@ table_rows() { grep '^| ' | grep -v '^| *---' | tail -n +2; }
 
 @test "compare-strategies.sh: one trial per cell on ridge gives the full table" {
 	run -0 env TRIALS=1 JOBS=2 OUT="$BATS_TEST_TMPDIR/cmp" "$EX/compare-strategies.sh" ridge
-	# 15 cells, then the noise floor's one row
-	[ "$(table_rows < cmp/compare.md | wc -l)" -eq 17 ]
-	run -0 jq -e '.cells | length == 15 and all(.[]; .trials == 1 and (.mean_cost | type) == "number")' \
+	# 18 cells (6 strategies of 8 apply to ridge, 3 lost fractions), then the noise floor's one row
+	[ "$(table_rows < cmp/compare.md | wc -l)" -eq 20 ]
+	run -0 jq -e '.cells | length == 18 and all(.[]; .trials == 1 and (.mean_cost | type) == "number")' \
 		cmp/compare.json
 	run -0 jq -e '.floors | length == 1' cmp/compare.json
 	# traditional is the baseline: its reduction is 0
