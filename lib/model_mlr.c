@@ -688,7 +688,7 @@ static void mlr_rate(const struct scar_model *m, uint64_t epoch, float *lr, floa
 
 /*
  * Recovery "rewind" (scar(7)): a row restored from an older saved value
- * follows the schedule at its own epoch for a while (lib/rewind.h). Its
+ * steps at its own count of updates, behind the epoch (lib/rewind.h). Its
  * update over a minibatch, from its value r before it (classes floats), is
  * the model's with lr_j for lr: r <- decay_j r (not the bias row), then
  * r += (sd_i ratio_j) x_ij example by example, sd being the minibatch's

@@ -30,30 +30,26 @@ int scar_rewind_rows(const struct scar_state *st, const char *name, uint64_t row
 	if (!*out)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	json_array_foreach(a, i, e) {
-		const json_t *v[4];
-		json_int_t x[4];
-		int ok = json_is_array(e) && json_array_size(e) == 4;
+		const json_t *r = json_array_get(e, 0), *l = json_array_get(e, 1);
+		json_int_t row = -1, lag = -1;
 
-		for (int j = 0; ok && j < 4; j++) {
-			v[j] = json_array_get(e, (size_t)j);
-			ok = json_is_integer(v[j]) && (x[j] = json_integer_value(v[j])) >= 0;
-		}
-		/* row, origin, start, length; origin + length <= start without overflow */
-		if (!ok || (uint64_t)x[0] >= rows || x[3] < 1 || x[1] > x[2] || x[3] > x[2] - x[1] ||
-		    (uint64_t)x[2] > k || (i && (uint64_t)x[0] <= last)) {
+		if (json_is_integer(r))
+			row = json_integer_value(r);
+		if (json_is_integer(l))
+			lag = json_integer_value(l);
+		if (!json_is_array(e) || json_array_size(e) != 2 || row < 0 || (uint64_t)row >= rows ||
+		    lag < 1 || (uint64_t)lag > k || (i && (uint64_t)row <= last)) {
 			free(*out);
 			*out = NULL;
 			*n = 0;
 			return scar_error_set(err, SCAR_ECORRUPT,
-					      "state's extra \"rewind\" of tensor '%s', entry %zu: not [row, origin, start, length] with row < %llu, length >= 1, origin + length <= start <= %llu, rows ascending",
+					      "state's extra \"rewind\" of tensor '%s', entry %zu: not [row, lag] with row < %llu, 1 <= lag <= %llu, rows ascending",
 					      name, i, (unsigned long long)rows, (unsigned long long)k);
 		}
-		last = (uint64_t)x[0];
-		if (k - (uint64_t)x[2] < (uint64_t)x[3]) {
-			(*out)[*n].row = (uint64_t)x[0];
-			(*out)[*n].clock = (uint64_t)x[1] + (k - (uint64_t)x[2]);
-			(*n)++;
-		}
+		last = (uint64_t)row;
+		(*out)[*n].row = (uint64_t)row;
+		(*out)[*n].clock = k - (uint64_t)lag;
+		(*n)++;
 	}
 	return 0;
 }

@@ -4,13 +4,14 @@
  * validation, for the models that follow it, the trainer that writes it and
  * the checkpoint store that rebuilds the saved view's row ages from it.
  *
- * The record is the state's extra "rewind": an object of param tensor
- * names, each an array of [row, origin, start, length] in ascending row
- * order: row was restored at state iteration start and redoes length
- * updates at the step schedule's points origin, origin + 1, ...: at state
- * iteration k with k - start < length its step is the schedule's at
- * origin + (k - start); after that, the global one at k. 1 <= length and
- * origin + length <= start: a row never steps ahead of the schedule.
+ * A decaying step schedule lr(e) counts the updates a parameter has had.
+ * A row restored from a saved value has had fewer than the iteration says:
+ * its own count lags. The record is the state's extra "rewind": an object
+ * of param tensor names, each an array of [row, lag] in ascending row
+ * order, 1 <= lag <= the state's iteration: at state iteration k the row
+ * steps at the schedule's point k - lag (the updates its value has had),
+ * the others at k. As k grows, lr(k - lag) / lr(k) goes to 1: the row
+ * converges to the global schedule. Rows not listed have lag 0.
  */
 #ifndef SCAR_REWIND_H
 #define SCAR_REWIND_H
@@ -22,14 +23,14 @@
 #include "scar/tensor.h"
 
 struct scar_rewind_row {
-	uint64_t row, clock;	/* clock: the schedule point of its step at k */
+	uint64_t row, clock;	/* clock: the schedule point of its step at k, k - lag */
 };
 
 /*
  * The rows of tensor name (rows rows) that step at their own point at
  * state iteration k, in ascending order, into *out (free it; NULL when
- * none). SCAR_ECORRUPT for an entry that breaks the rules above or has
- * start > k.
+ * none). SCAR_ECORRUPT for an entry that is not [row, lag] with
+ * row < rows, 1 <= lag <= k, rows ascending.
  */
 int scar_rewind_rows(const struct scar_state *st, const char *name, uint64_t rows, uint64_t k,
 		     struct scar_rewind_row **out, size_t *n, struct scar_error *err);
@@ -40,8 +41,8 @@ int scar_rewind_check(const struct scar_state *st, struct scar_error *err);
 /*
  * Where the rows of param tensor t of st stand, as a checkpoint of st
  * saves them: for each row selected by sel (NULL: all), age[2 r] = st's
- * iteration and age[2 r + 1] = the schedule point of its next step (its
- * rewind clock when it is rewinding, else the iteration).
+ * iteration and age[2 r + 1] = the updates its value has had (the
+ * iteration less its lag).
  */
 int scar_rewind_ages(const struct scar_state *st, const struct scar_tensor *t, const uint8_t *sel,
 		     uint64_t *age, struct scar_error *err);

@@ -202,15 +202,14 @@ int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, ui
 /*
  * train_rewind.c: the saved view's row ages (every param row at iter; then
  * the rows of tensor ti a checkpoint of the state writes, sel NULL: all),
- * and the state's "rewind" record: begun by a recovery that restored the
- * lost shards' rows (*rows: the rows that rewind), pruned of finished
- * windows after every step.
+ * and the state's "rewind" record: written by a recovery that restored the
+ * lost shards' rows (*rows: the rows that lag), checked after every step.
  */
 int scar_train_ages_init(struct scar_train_ctx *c, uint64_t iter);
 int scar_train_ages_mark(struct scar_train_ctx *c, size_t ti, const uint8_t *sel);
 void scar_train_ages_free(struct scar_train_ctx *c);
 int scar_train_rewind_begin(struct scar_train_ctx *c, const uint8_t *lost, uint64_t *rows);
-int scar_train_rewind_prune(struct scar_train_ctx *c);
+int scar_train_rewind_check(struct scar_train_ctx *c);
 
 /*
  * train_auto.c: record the step norm s of the step into the current clock;

@@ -843,7 +843,7 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	/* The saved view starts as the current state, saved in full. */
 	if ((rc = agree(c, scar_state_clone(&c->saved, c->st, c->err))) ||
 	    (rc = agree(c, scar_train_ages_init(c, c->st->iteration))) ||
-	    (rc = agree(c, scar_train_rewind_prune(c))))
+	    (rc = agree(c, scar_train_rewind_check(c))))
 		return rc;
 	if (!o->resume)
 		return (rc = agree(c, record_iteration(c, 0, 1))) ? rc :
@@ -894,7 +894,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		}
 		st->iteration++;
 		c->clock++;
-		if ((rc = agree(c, scar_train_rewind_prune(c))))
+		if ((rc = agree(c, scar_train_rewind_check(c))))
 			goto out;
 		/* The tensors' squared distances added in tensor order. */
 		for (size_t i = 0; i < nprev; i++)

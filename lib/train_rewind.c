@@ -1,16 +1,16 @@
 /*
  * train_rewind.c - what recovery "rewind" needs from the trainer: where
- * each saved-view row stands (the iteration it was saved at and the step
- * schedule's point it had reached), and the rewind record a recovery
- * leaves in the state for the model's step (lib/rewind.h; scar(7),
- * "Recovery beyond the saved view").
+ * each saved-view row stands (the iteration it was saved at and the
+ * updates its value had had), and the rewind record a recovery leaves in
+ * the state for the model's step (lib/rewind.h; scar(7), "Recovery beyond
+ * the saved view").
  *
- * A row lost at state iteration T whose saved value is from iteration s,
- * at schedule point p (p = s unless it was rewinding then), missed the
- * T - s updates of s..T-1: it redoes them at the points p, p + 1, ...
- * ([row, p, T, T - s]), then follows the global schedule again. Only
- * iteration numbers are read, never the lost values. The record lives in
- * the state, so checkpoints carry it and a resume goes on exactly.
+ * A row lost at state iteration T whose saved value had had p updates
+ * (p = its iteration s, less its lag then) goes on from there: its lag
+ * becomes T - p ([row, T - p]), and it steps at the schedule's points
+ * p, p + 1, ... as the iterations go on. Only iteration numbers are read,
+ * never the lost values. The record lives in the state, so checkpoints
+ * carry it and a resume goes on exactly.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,30 +66,16 @@ void scar_train_ages_free(struct scar_train_ctx *c)
 	c->nages = 0;
 }
 
-/* Whether entry e = [row, origin, start, length] still rewinds at state iteration k. */
-static int still_rewinding(const json_t *e, uint64_t k)
-{
-	uint64_t start = (uint64_t)json_integer_value(json_array_get(e, 2));
-	uint64_t length = (uint64_t)json_integer_value(json_array_get(e, 3));
-
-	return k - start < length;
-}
-
 /*
- * Check the record (every step: the one validation of a record a resumed
- * checkpoint brought), then drop the entries whose window ended by the
- * state's iteration, and the record when none is left, so that a finished
- * rewind leaves the state as a run without one would have it.
+ * The record a resumed checkpoint brought, or the run wrote, checked after
+ * every step and at the start: the one validation of it, for every model
+ * (one without a decaying step has no business with one).
  */
-int scar_train_rewind_prune(struct scar_train_ctx *c)
+int scar_train_rewind_check(struct scar_train_ctx *c)
 {
-	json_t *rw = json_object_get(c->st->extra, "rewind"), *rows;
-	uint64_t k = c->st->iteration;
-	const char *name;
-	void *tmp;
 	int rc;
 
-	if (!rw)
+	if (!json_object_get(c->st->extra, "rewind"))
 		return 0;
 	if ((rc = scar_rewind_check(c->st, c->err)))
 		return rc;
@@ -97,26 +83,14 @@ int scar_train_rewind_prune(struct scar_train_ctx *c)
 		return scar_error_set(c->err, SCAR_ECORRUPT,
 				      "state's extra \"rewind\" is for a model with a decaying step; %s has none",
 				      c->def->name);
-	json_object_foreach_safe(rw, tmp, name, rows) {
-		size_t i = 0;
-
-		while (i < json_array_size(rows))
-			if (still_rewinding(json_array_get(rows, i), k))
-				i++;
-			else
-				json_array_remove(rows, i);
-		if (!json_array_size(rows))
-			json_object_del(rw, name);
-	}
-	if (!json_object_size(rw))
-		json_object_del(c->st->extra, "rewind");
 	return 0;
 }
 
 /*
  * After the lost rows were restored from the saved view at state iteration
- * start: each lost row saved before start rewinds (its entry replaces one
- * an earlier failure left for the same row). *rows gets how many.
+ * start: each lost row whose saved value had had fewer than start updates
+ * lags (its entry replaces one an earlier failure left for the same row;
+ * a row restored to a value with no lag has none). *rows gets how many.
  */
 int scar_train_rewind_begin(struct scar_train_ctx *c, const uint8_t *lost, uint64_t *rows)
 {
@@ -151,15 +125,14 @@ int scar_train_rewind_begin(struct scar_train_ctx *c, const uint8_t *lost, uint6
 		for (uint64_t r = 0; r < n; r++) {
 			const json_t *e = json_array_get(old, j);
 			int had = e && (uint64_t)json_integer_value(json_array_get(e, 0)) == r;
-			uint64_t saved_at = c->ages[i][2 * r], point = c->ages[i][2 * r + 1];
+			uint64_t updates = c->ages[i][2 * r + 1];
 			json_t *t = NULL;
 
 			if (had)
 				j++;
 			if (lost[scar_shard_of_row(r, st->shards)]) {
-				if (saved_at < start) {
-					t = json_pack("[I, I, I, I]", (json_int_t)r, (json_int_t)point,
-						      (json_int_t)start, (json_int_t)(start - saved_at));
+				if (updates < start) {
+					t = json_pack("[I, I]", (json_int_t)r, (json_int_t)(start - updates));
 					(*rows)++;
 					if (!t)
 						goto nomem;

@@ -153,8 +153,8 @@ struct scar_model_def {
 
 	/*
 	 * 1: the step follows the state's extra "rewind" (recovery "rewind",
-	 * scar(7)): listed rows take the step size of their own iteration of
-	 * the schedule (lib/rewind.h scar_rewind_rows). 0: the model has no
+	 * scar(7)): listed rows take the step size of their own count of
+	 * updates (lib/rewind.h scar_rewind_rows). 0: the model has no
 	 * decaying step to rewind, and the recovery is refused.
 	 */
 	int rewinds;
