@@ -178,15 +178,17 @@ fuzz:
 # Directories install may have to create below the conventional bin/, lib/,
 # include/ and share/man/ of PREFIX: uninstall removes them again when they
 # are empty (children first), and never the conventional ones.
-SCAR_RMDIRS = $(INCLUDEDIR)/scar $(PKGCONFIGDIR) $(MANDIR)/man1 $(MANDIR)/man5 \
+SCAR_RMDIRS = $(INCLUDEDIR)/scar $(DATADIR)/scar $(PKGCONFIGDIR) $(MANDIR)/man1 $(MANDIR)/man5 \
 	$(MANDIR)/man7 $(BASHCOMPDIR) $(DATADIR)/bash-completion $(ZSHCOMPDIR) \
 	$(DATADIR)/zsh $(FISHCOMPDIR) $(DATADIR)/fish
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/scar \
 	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
+	  $(DESTDIR)$(DATADIR)/scar
 	install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)
+	install -m 644 man/scar-events.schema.json $(DESTDIR)$(DATADIR)/scar
 	install -m 644 lib/libscar.a $(DESTDIR)$(LIBDIR)
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/scar
 	$(SCAR_PC) > $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
@@ -199,6 +201,7 @@ install: all
 uninstall:
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	rm -f $(DESTDIR)$(LIBDIR)/libscar.a $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
+	rm -f $(DESTDIR)$(DATADIR)/scar/scar-events.schema.json
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/scar/$${h##*/}; done
 	for m in $(MAN_SRC); do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m##*/}; done
 	for f in completions/bash/*; do rm -f $(DESTDIR)$(BASHCOMPDIR)/$${f##*/}; done

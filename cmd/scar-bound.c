@@ -59,6 +59,14 @@ static const struct option check_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static const struct option cost_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "target", required_argument, NULL, OPT_TARGET },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ NULL, 0, NULL, 0 },
+};
+
 static const struct option plan_opts[] = {
 	{ "budget", required_argument, NULL, OPT_BUDGET },
 	{ "c", required_argument, NULL, OPT_C },
@@ -73,6 +81,7 @@ static const struct option plan_opts[] = {
 };
 
 static int cmd_check(int argc, char **argv);
+static int cmd_cost(int argc, char **argv);
 static int cmd_evaluate(int argc, char **argv);
 static int cmd_fit(int argc, char **argv);
 static int cmd_plan(int argc, char **argv);
@@ -94,6 +103,17 @@ static const struct cli_command commands[] = {
 	  "  --window W      smooth objectives over W iterations (default 1)\n"
 	  "c and D are those `scar-bound fit REFERENCE` reports; the perturbations are\n"
 	  "PERTURBED's recovery records. One of the streams may be '-' (stdin).\n" },
+	{ "cost", cmd_cost,
+	  "[--help] [--json] [--target F] [--window W] REFERENCE PERTURBED",
+	  "The iteration cost of a perturbed run against its reference, from any trainer's stream.",
+	  "  --help          show this help and exit\n"
+	  "  --json          print one JSON object\n"
+	  "  --target F      value to reach (default: the reference's final one)\n"
+	  "  --window W      smooth objectives over W iterations (default 1)\n"
+	  "Measured as scar-train --cost measures it, from the perturbed run's last\n"
+	  "recovery record on (else from the start). The streams need only the minimal\n"
+	  "schema of scar-events(7): a header with objective_higher_better, iteration\n"
+	  "records with iter and objective. One of the streams may be '-' (stdin).\n" },
 	{ "evaluate", cmd_evaluate,
 	  "--c C --D D [--delta X[@T]]... [--eps E] [--help] [--json] [--T T]",
 	  "The bound for contraction C, distance D and perturbations of norm X after clock T.",
@@ -559,6 +579,67 @@ static json_t *auto_json(const struct scar_bound_check *ck)
 	if (!a)
 		cli_die("out of memory");
 	return a;
+}
+
+/* cost: the iteration cost alone, for streams of any trainer (no fit, no bound). */
+static int cmd_cost(int argc, char **argv)
+{
+	struct scar_bound_cost cost;
+	struct scar_events *ref, *pert;
+	struct scar_error err;
+	double target = NAN;
+	size_t window = 1;
+	int json = 0, opt;
+	const char *rp, *pp;
+
+	while ((opt = cli_command_getopt(argc, argv, ":h", cost_opts)) != -1) {
+		switch (opt) {
+		case OPT_JSON: json = 1; break;
+		case OPT_TARGET: target = cli_parse_double("--target", optarg, -1e300, 1e300); break;
+		case OPT_WINDOW: window = (size_t)cli_parse_u64("--window", optarg, 1, 1000000); break;
+		}
+	}
+	if (argc - optind < 2)
+		cli_usage_error("cost needs REFERENCE and PERTURBED streams");
+	if (argc - optind > 2)
+		cli_usage_error("unexpected operand '%s'", argv[optind + 2]);
+	rp = argv[optind];
+	pp = argv[optind + 1];
+	if (cli_is_stdio(rp) && cli_is_stdio(pp))
+		cli_usage_error("only one of REFERENCE and PERTURBED can be '-'");
+	ref = read_stream(rp);
+	pert = read_stream(pp);
+	check_pair(ref, cli_is_stdio(rp) ? "-" : rp, pert, cli_is_stdio(pp) ? "-" : pp);
+	scar_error_clear(&err);
+	if (scar_bound_cost_events(ref, rp, pert, pp, target, window, &cost, &err))
+		cli_die_error(&err);
+	if (json) {
+		json_t *o = json_object();
+
+		if (!o)
+			cli_die("out of memory");
+		json_put(o, "target", jnum(cost.target));
+		json_put(o, "window", json_integer((json_int_t)window));
+		json_put(o, "reference_iter", jint(cost.reference_iter));
+		json_put(o, "perturbed_iter", jint(cost.perturbed_iter));
+		json_put(o, "cost", jint(cost.cost));
+		json_put(o, "cost_interp", jnum(cost.cost_interp));
+		json_put(o, "censored", json_boolean(cost.censored));
+		print_json(o);
+	} else {
+		put_line("target", "objective %s (window %zu)", num(cost.target), window);
+		put_line("reference_iter", "%.0f", cost.reference_iter);
+		put_line("perturbed_iter", "%.0f%s", cost.perturbed_iter,
+			 cost.censored ? " (censored: not reached by the end)" : "");
+		put_line("cost", "%s%.0f", cost.censored ? ">= " : "", cost.cost);
+		put_line("cost_interp", "%s", num(cost.cost_interp));
+	}
+	if (cost.censored)
+		cli_warn("'%s' never reaches the target %.17g: the cost is at least %.0f", pp,
+			 cost.target, cost.cost);
+	scar_events_free(ref);
+	scar_events_free(pert);
+	return 0;
 }
 
 static int cmd_check(int argc, char **argv)

@@ -324,6 +324,47 @@ double scar_bound_reach(const double *iter, const double *obj, size_t n, double 
 	return reach_from(iter, obj, n, target, higher_better, window, after, 0, NAN);
 }
 
+/* The trailing mean at record i, the value at clock from read as from_obj (when not NaN). */
+static double smoothed_at(const double *iter, const double *obj, size_t i, size_t window,
+			  double from, double from_obj)
+{
+	size_t lo = i + 1 >= window ? i + 1 - window : 0;
+	double sum = 0;
+
+	for (size_t j = lo; j <= i; j++)
+		sum += iter[j] == from && !isnan(from_obj) ? from_obj : obj[j];
+	return sum / (double)(i + 1 - lo);
+}
+
+/*
+ * Where the curve crossed target at clock k, as k - 1 plus the fraction of
+ * the step from k - 1 to k, the way scar-train interpolates (lib/train_loop.c
+ * crossing()): whole and fraction apart, so two crossings of the same
+ * values differ by an exact integer. No interpolation at or before from,
+ * at clock 0, or without a record at k - 1.
+ */
+static void crossing(const double *iter, const double *obj, size_t n, double k, size_t window,
+		     double from, double from_obj, double target, double *whole, double *frac)
+{
+	size_t i = 0;
+	double prev, cur;
+
+	*whole = k;
+	*frac = 0;
+	if (k <= 0 || k <= from)
+		return;
+	while (i < n && iter[i] != k)
+		i++;
+	if (i == 0 || i == n || iter[i - 1] != k - 1)
+		return;
+	prev = smoothed_at(iter, obj, i - 1, window, from, from_obj);
+	cur = smoothed_at(iter, obj, i, window, from, from_obj);
+	if (isnan(prev) || prev == cur)
+		return;
+	*whole = k - 1;
+	*frac = fmin(1.0, fmax(0.0, (prev - target) / (prev - cur)));
+}
+
 static double final_smoothed(const double *obj, size_t n, size_t window)
 {
 	double sum = 0;
@@ -367,6 +408,16 @@ int scar_bound_observed_cost_from(const double *ref_iter, const double *ref_obj,
 		out->perturbed_iter = pert_iter[npert - 1] + 1;
 	}
 	out->cost = out->perturbed_iter - out->reference_iter;
+	out->cost_interp = out->cost;
+	if (!out->censored) {
+		double wr, fr, wp, fp;
+
+		crossing(ref_iter, ref_obj, nref, out->reference_iter, window, ref_from, NAN, target,
+			 &wr, &fr);
+		crossing(pert_iter, pert_obj, npert, out->perturbed_iter, window, pert_from, from_obj,
+			 target, &wp, &fp);
+		out->cost_interp = (wp - wr) + (fp - fr);
+	}
 	return 0;
 }
 
@@ -530,6 +581,40 @@ static int envelope_check(struct scar_bound_check *out, const struct curve *pc, 
 	return 0;
 }
 
+/*
+ * Where a perturbed run went on from after recovery record r (line):
+ * its clock "iter", the whole state iteration "resume_state_iter" no later
+ * than the failed one (absent: the failure's own), and the recovered
+ * state's "objective" (absent: NaN); kept in *last, *state, *obj when it is
+ * the latest so far. The one reading of these fields, for check and cost.
+ */
+static int recovery_point(const json_t *r, const char *name, size_t line, double *last,
+			  double *state, double *obj, struct scar_error *err)
+{
+	const json_t *rs = json_object_get(r, "resume_state_iter");
+	const json_t *fs = json_object_get(r, "failed_state_iter");
+	const json_t *ob = json_object_get(r, "objective");
+	double it = num_or_nan(r, "iter");
+
+	if (!(it >= 0 && it <= 9007199254740992.0 && it == floor(it)))
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)line,
+					 "recovery record needs a whole \"iter\" in 0..2^53");
+	if (rs && (!json_is_integer(rs) || json_integer_value(rs) < 0 ||
+		   (json_is_integer(fs) && json_integer_value(rs) > json_integer_value(fs)) ||
+		   json_integer_value(rs) > (json_int_t)it))
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)line,
+					 "recovery record needs a whole \"resume_state_iter\" in 0..\"failed_state_iter\"");
+	if (ob && !(json_is_number(ob) && isfinite(json_number_value(ob))))
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)line,
+					 "recovery record's \"objective\" is not a finite number");
+	if (it >= *last) {
+		*last = it;
+		*state = rs ? (double)json_integer_value(rs) : it;
+		*obj = ob ? json_number_value(ob) : NAN;
+	}
+	return 0;
+}
+
 int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 			    const struct scar_events *pert, const char *pert_name,
 			    const struct scar_bound_check_opts *o, struct scar_bound_check *out,
@@ -596,36 +681,8 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 		out->pert[np].norm = d;
 		out->pert[np].iter = it;
 		np++;
-		{
-			/*
-			 * Where the run went on from, which the cost is measured
-			 * from: a whole state iteration no later than the failed
-			 * one, and the recovered state's objective when given.
-			 */
-			const json_t *rs = json_object_get(r, "resume_state_iter");
-			const json_t *fs = json_object_get(r, "failed_state_iter");
-			const json_t *ob = json_object_get(r, "objective");
-
-			if (rs && (!json_is_integer(rs) || json_integer_value(rs) < 0 ||
-				   (json_is_integer(fs) &&
-				    json_integer_value(rs) > json_integer_value(fs)) ||
-				   json_integer_value(rs) > (json_int_t)it)) {
-				rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
-						       "recovery record needs a whole \"resume_state_iter\" in 0..\"failed_state_iter\"");
-				goto out;
-			}
-			if (ob && !(json_is_number(ob) && isfinite(json_number_value(ob)))) {
-				rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
-						       "recovery record's \"objective\" is not a finite number");
-				goto out;
-			}
-			if (it >= last_rec) {
-				last_rec = it;
-				/* Without it, the run went on from the failure's own iteration. */
-				rec_state = rs ? (double)json_integer_value(rs) : it;
-				rec_obj = ob ? json_number_value(ob) : NAN;
-			}
-		}
+		if ((rc = recovery_point(r, pert_name, i + 1, &last_rec, &rec_state, &rec_obj, err)))
+			goto out;
 	}
 	for (size_t i = 0; i < o->nextra; i++)
 		out->pert[np++] = o->extra[i];
@@ -714,5 +771,53 @@ out:
 	curve_free(&pc_curve);
 	if (rc)
 		scar_bound_check_release(out);
+	return rc;
+}
+
+int scar_bound_cost_events(const struct scar_events *ref, const char *ref_name,
+			   const struct scar_events *pert, const char *pert_name, double target,
+			   size_t window, struct scar_bound_cost *out, struct scar_error *err)
+{
+	const json_t *hb = json_object_get(ref->records[0], "objective_higher_better");
+	const json_t *pb = json_object_get(pert->records[0], "objective_higher_better");
+	struct curve rc_curve, pc_curve;
+	double last_rec = -1, rec_state = NAN, rec_obj = NAN;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	/* Which way is better is the one thing a stream cannot leave out. */
+	if (!json_is_boolean(hb))
+		return scar_error_set_at(err, SCAR_EFORMAT, ref_name, -1, 1,
+					 "header needs \"objective_higher_better\": true or false");
+	if (pb && !json_equal(hb, pb))
+		return scar_error_set_at(err, SCAR_EMISMATCH, pert_name, -1, 1,
+					 "header's \"objective_higher_better\" is not the reference's");
+	rc = read_curve(ref, ref_name, 0, &rc_curve, err);
+	if (rc) {
+		curve_free(&rc_curve);
+		return rc;
+	}
+	if ((rc = read_curve(pert, pert_name, 0, &pc_curve, err)))
+		goto out;
+	for (size_t i = 1; i < pert->n; i++)
+		if (strcmp(rec_type(pert->records[i]), "recovery") == 0 &&
+		    (rc = recovery_point(pert->records[i], pert_name, i + 1, &last_rec, &rec_state,
+					 &rec_obj, err)))
+			goto out;
+	for (size_t i = 0; i < rc_curve.obj.n; i++)
+		if (!isfinite(rc_curve.obj.v[i])) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, ref_name, -1, -1,
+					       "the reference's objective at iteration %.0f is not a finite number",
+					       rc_curve.iter.v[i]);
+			goto out;
+		}
+	/* As scar-train --cost: from the last recovery on, the reference from where the run went on. */
+	rc = scar_bound_observed_cost_from(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
+					   pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n, target,
+					   json_is_true(hb), window, last_rec >= 0 ? rec_state : -1,
+					   last_rec, rec_obj, out, err);
+out:
+	curve_free(&rc_curve);
+	curve_free(&pc_curve);
 	return rc;
 }

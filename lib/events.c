@@ -340,6 +340,37 @@ int scar_events_unperturbed(const json_t *const *records, size_t n, struct scar_
 	return 0;
 }
 
+/*
+ * JSON equality with numbers compared by value: a configuration passed
+ * through jq (which writes 0.0 as 0) is still the same configuration.
+ */
+static int same_value(const json_t *a, const json_t *b)
+{
+	const char *key;
+	const json_t *v;
+	size_t i;
+
+	if (json_is_number(a) && json_is_number(b))
+		return json_number_value(a) == json_number_value(b);
+	if (json_is_object(a) && json_is_object(b)) {
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		json_object_foreach((json_t *)(uintptr_t)a, key, v)
+			if (!same_value(v, json_object_get(b, key)))
+				return 0;
+		return 1;
+	}
+	if (json_is_array(a) && json_is_array(b)) {
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		json_array_foreach(a, i, v)
+			if (!same_value(v, json_array_get(b, i)))
+				return 0;
+		return 1;
+	}
+	return json_equal(a, b);
+}
+
 int scar_events_same_run(const json_t *ref_header, const char *model, const json_t *shards,
 			 const json_t *config, struct scar_error *err)
 {
@@ -357,7 +388,7 @@ int scar_events_same_run(const json_t *ref_header, const char *model, const json
 		return scar_error_set(err, SCAR_EMISMATCH,
 				      "the reference has other shards than this run's %lld",
 				      (long long)json_integer_value(shards));
-	if ((rc || config) && !json_equal(rc, config))
+	if ((rc || config) && !same_value(rc, config))
 		return scar_error_set(err, SCAR_EMISMATCH,
 				      "the reference's configuration (seed, data, keys) is not this run's");
 	return 0;

@@ -7,7 +7,8 @@ bats-support mandoc valgrind gnuplot-nox jq libopenmpi-dev openmpi-bin"
 # Optional extras (benchmarks' peers, real data, MPI) with SCAR_DEPS_ALL=1.
 if [ "${SCAR_DEPS_ALL:-0}" = 1 ]; then
 	pkgs="$pkgs python3-numpy python3-sklearn dataset-fashion-mnist hyperfine
-libopenmpi-dev openmpi-bin libclang-rt-14-dev libopenblas0-pthread python3-gensim time zsh fish"
+libopenmpi-dev openmpi-bin libclang-rt-14-dev libopenblas0-pthread python3-gensim time zsh fish
+python3-jsonschema"
 fi
 missing=
 for p in $pkgs; do

@@ -187,6 +187,12 @@ struct scar_bound_cost {
 	double reference_iter;	/* clock at which the reference reached target */
 	double perturbed_iter;	/* same for the perturbed run; its last clock if censored */
 	double cost;		/* perturbed_iter - reference_iter; a lower bound if censored */
+	/*
+	 * The same with each crossing interpolated linearly within the step
+	 * that crossed (scar-train's cost_interp, scar-train(1)); = cost when
+	 * censored.
+	 */
+	double cost_interp;
 	int censored;		/* the perturbed run never reached target */
 };
 
@@ -226,6 +232,22 @@ int scar_bound_observed_cost_from(const double *ref_iter, const double *ref_obj,
 				  double target, int higher_better, size_t window, double ref_from,
 				  double pert_from, double from_obj, struct scar_bound_cost *out,
 				  struct scar_error *err);
+
+/*
+ * The iteration cost of a perturbed stream against a reference stream,
+ * measured as scar-train --cost measures it, from streams of any trainer
+ * that follow the minimal schema (scar-events(7)): a header with
+ * "objective_higher_better", iteration records with "iter" and
+ * "objective"; a "recovery" record says where the perturbed run went on
+ * from (its "iter", optional "resume_state_iter" and "objective"), else the
+ * cost is measured from the start. target NaN: the reference's final
+ * (smoothed) objective. Errors as scar_bound_observed_cost_from's;
+ * SCAR_EFORMAT for a header without the direction, a non-finite reference
+ * objective or a bad recovery record (naming its line).
+ */
+int scar_bound_cost_events(const struct scar_events *ref, const char *ref_name,
+			   const struct scar_events *pert, const char *pert_name, double target,
+			   size_t window, struct scar_bound_cost *out, struct scar_error *err);
 
 /*
  * Everything `scar-bound check` reports: c and D from the reference, the

@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# SCAR for your own training loop (issue 19): the minimal event schema any
+# loop can write (man/scar-events.schema.json, scar-events(7)), and
+# scar-bound cost measuring it with scar-train's definition.
+bats_require_minimum_version 1.5.0
+load helper
+
+SCHEMA="$SCAR_ROOT/man/scar-events.schema.json"
+
+# Validate every line of the files against the schema (Debian's python3 with
+# python3-jsonschema); prints "file:line: message" per violation.
+validate() {
+	/usr/bin/python3 - "$SCHEMA" "$@" <<'PY'
+import json, sys
+import jsonschema
+v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+bad = 0
+for name in sys.argv[2:]:
+    for n, line in enumerate(open(name), 1):
+        if line.strip():
+            for e in v.iter_errors(json.loads(line)):
+                print(f"{name}:{n}: {e.message}")
+                bad += 1
+sys.exit(1 if bad else 0)
+PY
+}
+
+need_jsonschema() {
+	/usr/bin/python3 -c 'import jsonschema' 2>/dev/null ||
+		skip "python3-jsonschema is not installed (SCAR_DEPS_ALL=1 sh tools/deps.sh)"
+}
+
+# The minimal stream of a scar-train stream: what any loop would write.
+MIN='if .type == "header" then {type, format, version, objective, objective_higher_better}
+	elif .type == "iteration" then {type, iter, objective}
+	elif .type == "recovery" then {type, iter, resume_state_iter, objective}
+	else empty end'
+
+@test "schema: the schema is valid JSON Schema, and every scar-train record follows it" {
+	need_jsonschema
+	run -0 /usr/bin/python3 -c 'import json, sys, jsonschema; jsonschema.Draft202012Validator.check_schema(json.load(open(sys.argv[1])))' "$SCHEMA"
+	for m in mlr ridge mf lda; do
+		scar-train -q -m "$m" -n 12 --policy priority --fail-at 6 --lose-count 2 --recovery auto --cost > "$m.jsonl"
+		run -0 validate "$m.jsonl"
+	done
+}
+
+@test "schema: a minimal stream validates; a header without the objective's direction does not" {
+	need_jsonschema
+	scar-train -q --no-timing -m ridge -n 10 | jq -c "$MIN" > min.jsonl
+	run -0 validate min.jsonl
+	printf '%s\n' '{"type":"header","format":"scar-events","version":1,"objective":"loss"}' > bad.jsonl
+	run -1 validate bad.jsonl
+	[[ "$output" == *"'objective_higher_better' is a required property"* ]]
+	printf '%s\n' '{"type":"header","format":"scar-events","version":1,"objective":"loss","objective_higher_better":false}' \
+		'{"type":"iteration","iter":1.5,"objective":2}' > bad2.jsonl
+	run -1 validate bad2.jsonl
+	[[ "$output" == *"bad2.jsonl:2:"* ]]
+}
+
+@test "scar-bound cost equals scar-train's cost on the same two streams, every model and recovery" {
+	for m in mlr ridge mf lda; do
+		scar-train -q --no-timing -m "$m" -n 30 > ref.jsonl
+		for r in partial full auto; do
+			scar-train -q --no-timing -m "$m" -n 30 --policy priority --fail-at 11 --lose-count 2 \
+				--recovery "$r" --cost > p.jsonl
+			want=$(jq -c 'select(.type == "cost") | [.cost, .cost_interp, .censored]' p.jsonl)
+			got=$(scar-bound cost --json ref.jsonl p.jsonl | jq -c '[.cost, .cost_interp, .censored]')
+			[ "$want" = "$got" ] || { echo "$m $r: scar-train $want, scar-bound $got"; return 1; }
+			# and from the minimal streams any loop can write
+			got=$(scar-bound cost --json <(jq -c "$MIN" ref.jsonl) <(jq -c "$MIN" p.jsonl) |
+				jq -c '[.cost, .cost_interp, .censored]')
+			[ "$want" = "$got" ] || { echo "$m $r minimal: scar-train $want, scar-bound $got"; return 1; }
+		done
+	done
+}
+
+@test "scar-bound cost: nothing perturbed costs exactly 0; the comparison can fail" {
+	scar-train -q --no-timing -m mf -n 20 > ref.jsonl
+	run -0 scar-bound cost --json ref.jsonl ref.jsonl
+	jq -e '.cost == 0 and .cost_interp == 0 and .censored == false' <<< "$output"
+	# another seed is another run: refused as a reference for it
+	scar-train -q --no-timing -m mf -n 20 --seed 2 > other.jsonl
+	run -2 scar-bound cost --json ref.jsonl other.jsonl
+	[[ "$output" == *"not a reference for"* ]]
+	scar-train -q --no-timing -m mf -n 20 --fail-at 5 --lose-count 3 --recovery none > p.jsonl
+	run -0 scar-bound cost --json ref.jsonl p.jsonl
+	jq -e '.cost != 0 or .censored' <<< "$output"
+}
+
+@test "scar-bound cost: bad streams are exit 2 naming what is wrong" {
+	scar-train -q --no-timing -m ridge -n 10 | jq -c "$MIN" > ref.jsonl
+	jq -c 'if .type == "header" then del(.objective_higher_better) else . end' ref.jsonl > nodir.jsonl
+	run -2 scar-bound cost nodir.jsonl ref.jsonl
+	[[ "$output" == *"nodir.jsonl"*"objective_higher_better"* ]]
+	jq -c 'if .type == "header" then .objective_higher_better = true else . end' ref.jsonl > up.jsonl
+	run -2 scar-bound cost ref.jsonl up.jsonl
+	[[ "$output" == *"up.jsonl"*"not the reference's"* ]]
+	{ cat ref.jsonl; echo '{"type":"recovery","iter":3,"resume_state_iter":5}'; } > badrec.jsonl
+	run -2 scar-bound cost ref.jsonl badrec.jsonl
+	[[ "$output" == *"badrec.jsonl:13: "*"resume_state_iter"* ]]
+	{ cat ref.jsonl; echo '{"type":"failure","iter":3}'; } > failref.jsonl
+	run -2 scar-bound cost failref.jsonl ref.jsonl
+	[[ "$output" == *"perturbed run is no reference"* ]]
+	run -2 scar-bound cost ref.jsonl
+	run -2 scar-bound cost - -
+	jq -c 'if .type == "iteration" and .iter == 4 then .iter = 2 else . end' ref.jsonl > back.jsonl
+	run -2 scar-bound cost ref.jsonl back.jsonl
+	[[ "$output" == *"clock goes back"* ]]
+}
+
+@test "scar-bound cost: a stream passed through jq (0.0 written as 0) is still the same run" {
+	scar-train -q --no-timing -m ridge -n 30 | jq -c . > ref.jsonl
+	grep -q '"eta":0[,}]' ref.jsonl
+	scar-train -q --no-timing -m ridge -n 30 --fail-at 10 --lose-count 2 --cost > p.jsonl
+	grep -q '"eta":0.0' p.jsonl
+	run -0 scar-bound cost --json ref.jsonl p.jsonl
+	[ "$(jq -c '[.cost, .cost_interp]' <<< "$output")" = "$(jq -c 'select(.type == "cost") | [.cost, .cost_interp]' p.jsonl)" ]
+}
