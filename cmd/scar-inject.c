@@ -16,17 +16,20 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "scar/arrayfile.h"
 #include "scar/ckpt.h"
 #include "scar/diff.h"
+#include "scar/file.h"
 #include "scar/model.h"
 #include "scar/perturb.h"
+#include "scar/shard.h"
 #include "cli.h"
 #include "options.h"
 
 enum {
 	OPT_BITFLIP_COUNT = 256, OPT_BITFLIP_RATE, OPT_BITS, OPT_LOSE_COUNT, OPT_LOSE_FRACTION,
 	OPT_LOSE_SHARDS, OPT_MIX, OPT_NOISE_L2, OPT_NOISE_REL, OPT_QUANTIZE, OPT_REPORT,
-	OPT_RESET, OPT_ROWS, OPT_SEED, OPT_SHARD, OPT_STALE, OPT_TENSOR,
+	OPT_RESET, OPT_ROWS, OPT_SEED, OPT_SHARD, OPT_SHARDS, OPT_STALE, OPT_TENSOR,
 };
 
 static const struct option opts[] = {
@@ -46,6 +49,7 @@ static const struct option opts[] = {
 	{ "rows", required_argument, NULL, OPT_ROWS },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "shard", required_argument, NULL, OPT_SHARD },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
 	{ "stale", required_argument, NULL, OPT_STALE },
 	{ "tensor", required_argument, NULL, OPT_TENSOR },
 	{ "version", no_argument, NULL, 'V' },
@@ -59,10 +63,14 @@ static void usage(FILE *f)
 		"                   [--lose-count N | --lose-fraction F | --lose-shards LIST]\n"
 		"                   [--mix A] [--noise-l2 X | --noise-rel R] [--quantize FMT]\n"
 		"                   [--report FILE] [--reset HOW] [--rows A:B] [--seed N]\n"
-		"                   [--shard N] [--stale OLD] [--tensor NAME] [IN [OUT]]\n"
+		"                   [--shard N] [--shards S] [--stale OLD] [--tensor NAME]\n"
+		"                   [IN [OUT]]\n"
 		"\n"
 		"Perturb checkpoint IN (default stdin) into OUT (default stdout) in exactly one\n"
 		"way, and report it with delta_norm = ||OUT - IN|| as JSON on stderr.\n"
+		"IN may be a safetensors or .npy snapshot (a file): then lose shards of it\n"
+		"(--shards S) and zero them or restore them from another snapshot\n"
+		"(--reset from=OLD); OUT is written in IN's format, every other byte kept.\n"
 		"\n"
 		"      --bitflip-count N    flip exactly N distinct bits\n"
 		"      --bitflip-rate P     flip each eligible bit with probability P\n"
@@ -81,6 +89,7 @@ static void usage(FILE *f)
 		"      --rows A:B           only rows A..B-1 (either end may be left out)\n"
 		"      --seed N             seed of every random choice (default 1)\n"
 		"      --shard N            only the rows of shard N\n"
+		"      --shards S           a snapshot's shard count: row r is in shard r mod S\n"
 		"      --stale OLD          mix the selected rows with checkpoint OLD's\n"
 		"      --tensor NAME        only this tensor (default: every parameter tensor)\n"
 		"  -V, --version            show the version and exit\n");
@@ -111,6 +120,7 @@ struct args {
 	int have_seed;
 	struct scar_select sel;
 	const char *report;
+	uint32_t shards;	/* --shards, 0 when not given */
 };
 
 static void set_kind(struct args *a, enum kind k, const char *opt)
@@ -226,6 +236,127 @@ static int write_report(json_t *j, const char *path, int done)
 	return regular;
 }
 
+/* Whether path is a safetensors or .npy file (by its first bytes; "-" never). */
+static int is_snapshot(const char *path)
+{
+	unsigned char head[16];
+	ssize_t n;
+	int fd;
+
+	if (cli_is_stdio(path))
+		return 0;
+	fd = scar_open_input(path, 0, NULL);
+	if (fd < 0)
+		return 0;
+	n = scar_read_upto(fd, head, sizeof(head));
+	close(fd);
+	return n > 0 && scar_array_sniff(head, (size_t)n) != 0;
+}
+
+/* The norm of the difference of two array files as scar-diff measures it; NAN if unreadable. */
+static double snapshot_delta(const char *a, const char *b, double *norm_a)
+{
+	struct scar_state *x = NULL, *y = NULL;
+	struct scar_diff_result *d = NULL;
+	struct scar_diff_opts o;
+	struct scar_error err;
+	double v = NAN;
+
+	*norm_a = NAN;
+	scar_error_clear(&err);
+	scar_diff_opts_init(&o);
+	o.top_k = 0;
+	if (scar_array_load(a, &x, &err) == 0 && scar_array_load(b, &y, &err) == 0 &&
+	    scar_diff_states(x, y, &o, &d, &err) == 0) {
+		v = d->total.l2;
+		*norm_a = d->total.norm_a;
+	}
+	scar_diff_result_free(d);
+	scar_state_free(x);
+	scar_state_free(y);
+	return v;
+}
+
+/*
+ * A safetensors or .npy snapshot of any trainer: lose shards and zero their
+ * rows or restore them from another snapshot, byte for byte
+ * (scar_array_lose_rows); OUT in IN's format.
+ */
+static int inject_snapshot(struct args *a, const char *in, const char *out)
+{
+	const char *reset = a->reset ? a->reset : "zero", *donor = NULL;
+	struct scar_error err;
+	struct scar_rng rng;
+	uint64_t rows, tensors;
+	uint8_t *lost;
+	double delta, norm_a;
+	json_t *j, *ls;
+	uint32_t S = a->shards;
+
+	if (a->kind != K_LOSE)
+		cli_usage_error("'%s' is a safetensors or .npy snapshot: only --lose-shards, "
+				"--lose-count or --lose-fraction apply to it", in);
+	if (strcmp(reset, "zero") && strncmp(reset, "from=", 5))
+		cli_usage_error("'%s' is a snapshot: --reset zero or from=SNAPSHOT, not '%s'", in,
+				reset);
+	if (!S)
+		cli_usage_error("'%s' is a snapshot, which has no shard count: give --shards S "
+				"(row r of a tensor is in shard r mod S)", in);
+	if (a->sel.row_lo || a->sel.row_hi != UINT64_MAX || a->sel.shard >= 0)
+		cli_usage_error("--rows and --shard do not apply to a snapshot; --tensor does");
+	if (cli_is_stdio(out))
+		cli_refuse_binary_tty();
+	if (!strncmp(reset, "from=", 5))
+		donor = reset + 5;
+	lost = calloc(S, 1);
+	ls = json_array();
+	if (!lost || !ls)
+		cli_die("out of memory");
+	scar_error_clear(&err);
+	if (a->have_lose_list) {
+		uint32_t *v = malloc(S * sizeof(*v));
+		size_t n;
+
+		if (!v)
+			cli_die("out of memory");
+		n = cli_shard_list_expand("--lose-shards", &a->lose_list, S, v, S);
+		for (size_t i = 0; i < n; i++)
+			lost[v[i]] = 1;
+		free(v);
+		cli_shard_list_free(&a->lose_list);
+	} else {
+		uint64_t n = a->lose_count;
+
+		if (!n) {
+			n = (uint64_t)llround(a->lose_fraction * S);
+			n = n < 1 ? 1 : n;
+		}
+		if (scar_shards_check(NULL, 0, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, S, &err) < 0)
+			cli_usage_error("option '%s': %s", a->kind_opt, err.msg);
+		scar_rng_seed(&rng, a->seed);
+		if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
+			cli_die_error(&err);
+	}
+	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err))
+		cli_die_error(&err);
+	for (uint32_t s = 0; s < S; s++)
+		if (lost[s])
+			json_array_append_new(ls, json_integer(s));
+	/* ||OUT - IN|| as scar-diff measures it (narrow types widened as read) */
+	delta = cli_is_stdio(out) || scar_file_is_special(out) ? NAN : snapshot_delta(in, out, &norm_a);
+	j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:I, s:I, s:o, s:o}", "type", "inject",
+		      "kind", "lose", "input_format", "snapshot", "seed", (json_int_t)a->seed,
+		      "shards", (json_int_t)S, "shards_lost", ls, "reset", reset,
+		      "tensors_touched", (json_int_t)tensors, "rows_touched", (json_int_t)rows,
+		      "delta_norm", isnan(delta) ? json_null() : json_real(delta),
+		      "rel_delta_norm", isnan(delta) || !(norm_a > 0) ? json_null() : json_real(delta / norm_a));
+	if (!j)
+		cli_die("out of memory");
+	write_report(j, a->report, 1);
+	free(lost);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -315,6 +446,9 @@ int main(int argc, char **argv)
 		case OPT_SHARD:
 			a.sel.shard = cli_parse_shard("--shard", optarg);
 			break;
+		case OPT_SHARDS:
+			a.shards = (uint32_t)cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS);
+			break;
 		case OPT_STALE:
 			set_kind(&a, K_STALE, "--stale");
 			a.stale = optarg;
@@ -353,8 +487,13 @@ int main(int argc, char **argv)
 					a.stale ? "--stale" : "--reset from=");
 	}
 
+	if (is_snapshot(in))
+		return inject_snapshot(&a, in, out);
 	st = load(in);
 	scar_error_clear(&err);
+	if (a.shards && a.shards != st->shards)
+		cli_usage_error("option '--shards': %u is not the checkpoint's %u (it says its own)",
+				(unsigned)a.shards, (unsigned)st->shards);
 	if (scar_state_clone(&orig, st, &err) < 0)
 		cli_die_error(&err);
 	scar_rng_seed(&rng, a.seed);

@@ -16,6 +16,7 @@ complete -c scar-inject -l reset -x -a 'zero random init from=' -d 'what lost ro
 complete -c scar-inject -l rows -x -d 'only rows A..B-1 (A:B)'
 complete -c scar-inject -l seed -x -d 'seed of every random choice'
 complete -c scar-inject -l shard -x -d 'only the rows of shard N'
+complete -c scar-inject -l shards -x -d 'shard count of a snapshot'
 complete -c scar-inject -l stale -r -F -d 'mix with this older checkpoint'
 complete -c scar-inject -l tensor -x -d 'only this tensor'
 complete -c scar-inject -s V -l version -d 'show the version and exit'

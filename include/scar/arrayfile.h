@@ -176,6 +176,26 @@ int scar_safetensors_write_fd(int fd, const char *name, const struct scar_state 
 int scar_json_rows_write_fd(int fd, const char *name, const struct scar_tensor *t,
 			    const uint64_t *rows, struct scar_error *err);
 
+/*
+ * Partial recovery of an array file (safetensors or .npy), byte for byte
+ * (lib/arrayfile_surgery.c): in every tensor (or in tensor only, when not
+ * NULL) the rows - index along dimension 0; a 0-d tensor is one row - of
+ * the lost shards (row r is in shard r mod shards, lost[s] nonzero) get the
+ * donor's bytes when donor is not NULL (an array file of the same format
+ * whose tensor of the same name - for .npy, its one array - has the same
+ * dtype, byte order and shape),
+ * else zero bytes. Everything else - the header and its __metadata__, the
+ * other tensors and rows, whatever their dtype (f16, bf16, integers) - is
+ * copied unchanged. in and donor must be regular files (each is read
+ * twice: by the reader, then whole); out is written as scar_file_replace
+ * does (SCAR_REPLACE_SYNC with sync). *rows and *tensors count what was
+ * replaced. SCAR_EMISMATCH names the first tensor the donor lacks or holds
+ * with another dtype or shape; SCAR_ENOTFOUND a tensor that in lacks.
+ */
+int scar_array_lose_rows(const char *in, const char *donor, const char *tensor,
+			 const uint8_t *lost, uint32_t shards, const char *out, int sync,
+			 uint64_t *rows, uint64_t *tensors, struct scar_error *err);
+
 /* ---- building blocks (shared by the two writers; usable by anyone) ---- */
 
 /*
