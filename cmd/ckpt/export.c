@@ -73,6 +73,85 @@ static int export_run(int fd, const char *name, void *ctx, struct scar_error *e)
 	}
 }
 
+/* The tensor names of a checkpoint, quoted, for a message: at most 8, then how many more. */
+static void list_tensors(const struct scar_ckpt_info *in)
+{
+	size_t k;
+
+	fputs("  its tensors:", stderr);
+	for (k = 0; k < in->ntensors && k < 8; k++) {
+		fputc(' ', stderr);
+		scar_fputs_quoted(in->tensors[k].name, stderr);
+	}
+	if (k < in->ntensors)
+		fprintf(stderr, " and %zu more (scar-ckpt info lists them)", in->ntensors - k);
+	fputc('\n', stderr);
+}
+
+struct model_job {
+	const struct scar_state *st;
+	json_t *meta;
+};
+
+static int export_model_run(int fd, const char *name, void *ctx, struct scar_error *e)
+{
+	const struct model_job *j = ctx;
+
+	return scar_safetensors_write_fd(fd, name, j->st, 0, j->meta, e);
+}
+
+/*
+ * Every tensor of a full checkpoint to one safetensors file, names, dtypes
+ * and roles kept (state tensors marked in __metadata__, which the import
+ * reads back), with the model, iteration and shards in __metadata__.
+ */
+static int export_model(const char *path, const char *out_path)
+{
+	struct scar_state *st = NULL;
+	struct model_job j = { NULL, NULL };
+	struct scar_error e;
+	char num[32];
+	int status = EXIT_TROUBLE;
+
+	scar_error_clear(&e);
+	if (scar_ckpt_load(path, &st, &e) < 0) {
+		warn_err(path, &e);
+		return EXIT_TROUBLE;
+	}
+	for (size_t k = 0; k < st->ntensors; k++)
+		if (st->tensors[k]->present) {
+			cli_warn("'%s' is a partial checkpoint (tensor '%s' lacks rows): apply it over "
+				 "its directory first (scar-ckpt apply), or export one tensor with --tensor",
+				 path, st->tensors[k]->name);
+			goto out;
+		}
+	j.st = st;
+	j.meta = json_object();
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)st->iteration);
+	if (!j.meta || json_object_set_new(j.meta, "scar.model", json_string(st->model)) ||
+	    json_object_set_new(j.meta, "scar.iteration", json_string(num)))
+		cli_die("out of memory");
+	snprintf(num, sizeof(num), "%u", (unsigned)st->shards);
+	if (json_object_set_new(j.meta, "scar.shards", json_string(num)))
+		cli_die("out of memory");
+	if (st->config && json_object_size(st->config)) {
+		char *c = json_dumps(st->config, JSON_COMPACT | JSON_REAL_PRECISION(17));
+
+		if (!c || json_object_set_new(j.meta, "scar.config", json_string(c)))
+			cli_die("out of memory");
+		free(c);
+	}
+	if (scar_file_replace(out_path, SCAR_REPLACE_SYNC, export_model_run, &j, &e) < 0) {
+		warn_err(out_path ? out_path : "-", &e);
+		goto out;
+	}
+	status = 0;
+out:
+	json_decref(j.meta);
+	scar_state_free(st);
+	return status;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const char *out_path = NULL, *tname = NULL, *path;
@@ -115,14 +194,28 @@ int cmd_export(int argc, char **argv)
 		return EXIT_TROUBLE;
 	}
 	in = scar_ckpt_reader_info(r);
+	/* No tensor named, several there, safetensors and no row selection: the whole model. */
+	if (!tname && in->ntensors > 1 && fmt == FMT_SAFETENSORS && !a && b == UINT64_MAX &&
+	    shard == UINT64_MAX) {
+		if (cli_is_stdio(path)) {
+			cli_warn("exporting every tensor of '-' reads the checkpoint twice: give a file, or --tensor");
+			goto out;
+		}
+		scar_ckpt_reader_close(r);
+		return export_model(path, out_path);
+	}
 	for (k = 0; k < in->ntensors; k++)
 		if (tname ? strcmp(in->tensors[k].name, tname) == 0 : in->ntensors == 1)
 			break;
 	if (k == in->ntensors) {
-		if (tname)
+		if (tname) {
 			cli_warn("no tensor '%s' in '%s'", tname, path);
-		else
-			cli_warn("'%s' has %zu tensors: choose one with --tensor", path, in->ntensors);
+			list_tensors(in);
+		} else {
+			cli_warn("'%s' has %zu tensors: choose one with --tensor, or export them all "
+				 "with --format safetensors", path, in->ntensors);
+			list_tensors(in);
+		}
 		goto out;
 	}
 	t = &in->tensors[k];

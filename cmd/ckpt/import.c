@@ -284,8 +284,65 @@ static int default_name(char *buf, size_t n, const char *path)
  * others take --role. Half-precision and small integer types are widened on
  * reading (see scar/arrayfile.h).
  */
+/*
+ * What scar-ckpt export wrote into __metadata__ (scar.model, scar.iteration,
+ * scar.shards) becomes the checkpoint's, where no option set it: a whole
+ * model round-trips. A value that is not what it says is refused.
+ */
+static int take_metadata(struct scar_state *st, const json_t *meta, const char *path,
+			 unsigned given)
+{
+	const char *m = json_string_value(json_object_get(meta, "scar.model"));
+	const char *it = json_string_value(json_object_get(meta, "scar.iteration"));
+	const char *sh = json_string_value(json_object_get(meta, "scar.shards"));
+	const char *cf = json_string_value(json_object_get(meta, "scar.config"));
+	struct scar_error e;
+	char *end;
+	unsigned long long v;
+
+	scar_error_clear(&e);
+	if (m && !(given & 1)) {
+		if (scar_name_check(m, "__metadata__ scar.model", 1, &e) < 0) {
+			warn_err(path, &e);
+			return -1;
+		}
+		snprintf(st->model, sizeof(st->model), "%s", m);
+	}
+	if (it && !(given & 2)) {
+		errno = 0;
+		v = strtoull(it, &end, 10);
+		if (!*it || *end || errno || *it == '-' || v > INT64_MAX) {
+			cli_warn("'%s': __metadata__ scar.iteration '%s' is not an iteration", path, it);
+			return -1;
+		}
+		st->iteration = v;
+	}
+	if (sh && !(given & 4)) {
+		errno = 0;
+		v = strtoull(sh, &end, 10);
+		if (!*sh || *end || errno || *sh == '-' || v < 1 || v > SCAR_MAX_SHARDS) {
+			cli_warn("'%s': __metadata__ scar.shards '%s' is not a shard count", path, sh);
+			return -1;
+		}
+		st->shards = (uint32_t)v;
+	}
+	if (cf) {
+		json_error_t je;
+		json_t *c = json_loads(cf, JSON_REJECT_DUPLICATES, &je);
+
+		if (!json_is_object(c)) {
+			json_decref(c);
+			cli_warn("'%s': __metadata__ scar.config is not a JSON object", path);
+			return -1;
+		}
+		json_decref(st->config);
+		st->config = c;
+	}
+	return 0;
+}
+
 static int import_safetensors(struct scar_state *st, const char *path, const char *name,
-			      enum scar_role role)
+			      enum scar_role role, unsigned given)
 {
 	struct scar_state *in = NULL;
 	struct scar_error e;
@@ -301,6 +358,10 @@ static int import_safetensors(struct scar_state *st, const char *path, const cha
 		return -1;
 	}
 	meta = json_object_get(in->extra, "safetensors");
+	if (take_metadata(st, meta, path, given) < 0) {
+		scar_state_free(in);
+		return -1;
+	}
 	for (k = 0; k < in->ntensors; k++) {
 		struct scar_tensor *t = in->tensors[k];
 		char key[SCAR_NAME_MAX + 16];
@@ -332,16 +393,21 @@ int cmd_import(int argc, char **argv)
 	struct mapping *maps = NULL;
 	struct scar_error e;
 	uint64_t iteration = 0, shards = 1;
+	unsigned given = 0;	/* options set: 1 --model, 2 --iteration, 4 --shards */
 	int c, i, status = EXIT_TROUBLE, sync = 1, nmaps = 0;
 
 	while ((c = cli_command_getopt(argc, argv, ":ho:", import_opts)) != -1) {
 		switch (c) {
 		case OPT_DTYPE: io.dtype = parse_dtype_opt(optarg); break;
-		case OPT_ITERATION: iteration = cli_parse_u64("--iteration", optarg, 0, INT64_MAX); break;
+		case OPT_ITERATION:
+			iteration = cli_parse_u64("--iteration", optarg, 0, INT64_MAX);
+			given |= 2;
+			break;
 		case OPT_MODEL:
 			if (scar_name_check(optarg, "option '--model': model name", 1, &e) < 0)
 				cli_usage_error("%s", e.msg);
 			model = optarg;
+			given |= 1;
 			break;
 		case OPT_NAME:
 			if (scar_name_check(optarg, "option '--name': tensor name", 0, &e) < 0)
@@ -356,7 +422,10 @@ int cmd_import(int argc, char **argv)
 				cli_usage_error("option '--role': '%s' is not param or state", optarg);
 			break;
 		case OPT_SHAPE: parse_shape(optarg, &io.ndim, io.shape); break;
-		case OPT_SHARDS: shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS); break;
+		case OPT_SHARDS:
+			shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS);
+			given |= 4;
+			break;
 		}
 	}
 	if (!out)
@@ -381,7 +450,7 @@ int cmd_import(int argc, char **argv)
 		if (strcmp(path, "-") == 0)
 			cli_refuse_tty_stdin();
 		if (has_suffix(path, ".safetensors")) {
-			if (import_safetensors(st, path, name, io.role) < 0)
+			if (import_safetensors(st, path, name, io.role, given) < 0)
 				goto out;
 			continue;
 		}

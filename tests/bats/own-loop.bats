@@ -219,3 +219,49 @@ PY
 	run -0 scar-inject --shards 5 --lose-shards 0 --reset from=b.npy a.npy c.npy
 	run -0 /usr/bin/python3 -c 'import numpy as np; a, b, c = (np.load(f) for f in ("a.npy", "b.npy", "c.npy")); m = np.arange(10) % 5 == 0; assert (c[m] == b[m]).all() and (c[~m] == a[~m]).all(); print("ok")'
 }
+
+@test "whole model: export every tensor to one safetensors file, import it back, resume as from the original" {
+	for m in mf lda mlr; do
+		scar-train -q --no-timing -m "$m" -n 3 --save "$m.ckpt" > /dev/null
+		scar-ckpt export "$m.ckpt" -o "$m.safetensors"
+		run -0 scar-diff -q "$m.ckpt" "$m.safetensors"
+		scar-ckpt import -o "$m-back.ckpt" "$m.safetensors"
+		run -0 scar-diff -q --all "$m.ckpt" "$m-back.ckpt"
+		scar-ckpt export "$m-back.ckpt" -o "$m-2.safetensors"
+		cmp "$m.safetensors" "$m-2.safetensors"
+		diff <(scar-train -q --no-timing --resume "$m.ckpt" -n 6 | tail -n +2) \
+			<(scar-train -q --no-timing --resume "$m-back.ckpt" -n 6 | tail -n +2)
+	done
+	# state tensors keep their role, the model its name
+	run -0 scar-ckpt info --json lda-back.ckpt
+	jq -e '.model == "lda" and .iteration == 3 and ([.tensors[] | select(.name == "z") | .role] == ["state"])' <<< "$output"
+}
+
+@test "whole model: what cannot be exported whole says why, and names the tensors" {
+	scar-train -q --no-timing -m mf -n 3 --save m.ckpt > /dev/null
+	run -2 scar-ckpt export m.ckpt -o x.npy
+	[[ "$output" == *"has 5 tensors: choose one with --tensor, or export them all with --format safetensors"* ]]
+	[[ "$output" == *"its tensors: user_factors item_factors user_bias item_bias global_mean"* ]]
+	run -2 scar-ckpt export --tensor nope m.ckpt -o x.npy
+	[[ "$output" == *"no tensor 'nope'"*"its tensors: user_factors"* ]]
+	run -2 scar-ckpt export -o x.safetensors - < m.ckpt
+	[[ "$output" == *"give a file, or --tensor"* ]]
+	mkdir run
+	scar-train -q --no-timing -m mf -n 4 --policy priority --interval 4 --fraction 1/4 --checkpoint-dir run > /dev/null
+	run -2 scar-ckpt export run/ckpt-0000000002.ckpt -o p.safetensors
+	[[ "$output" == *"is a partial checkpoint"*"scar-ckpt apply"* ]]
+	[ ! -e p.safetensors ]
+	# metadata that is not what it says is refused on import
+	scar-ckpt export m.ckpt -o m.safetensors
+	/usr/bin/python3 - <<'PY' || skip "Debian's python3 is needed to edit the file"
+import json, struct
+b = open("m.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); h["__metadata__"]["scar.shards"] = "0"
+s = json.dumps(h).encode(); s += b" " * ((8 - len(s) % 8) % 8)
+open("bad.safetensors", "wb").write(struct.pack("<Q", len(s)) + s + b[8 + n:])
+PY
+	run -2 scar-ckpt import -o bad.ckpt bad.safetensors
+	[[ "$output" == *"scar.shards '0' is not a shard count"* ]]
+	run -0 scar-ckpt import --shards 4 -o ok.ckpt bad.safetensors
+}
