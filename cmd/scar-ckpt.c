@@ -66,6 +66,19 @@ const struct option convert_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+const struct option save_opts[] = {
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "fraction", required_argument, NULL, OPT_FRACTION },
+	{ "help", no_argument, NULL, 'h' },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "iteration", required_argument, NULL, OPT_ITERATION },
+	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ NULL, 0, NULL, 0 },
+};
+
 const struct option ls_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -133,6 +146,23 @@ static const struct cli_command commands[] = {
 	  "List the checkpoints of a directory: iteration, kind, size, path.",
 	  "  --help          show this help and exit\n"
 	  "  --json          print one JSON object\n" },
+	{ "save", cmd_save,
+	  "--policy P [--force] [--fraction R] [--help] [--interval C] [--iteration N]\n"
+	  "                      [--no-sync] [--seed N] [--shards S] SNAPSHOT DIR",
+	  "Checkpoint another trainer's snapshot into run directory DIR by a policy.",
+	  "  --force         go on although DIR was checkpointed by another policy\n"
+	  "  --fraction R    partial policies: R = 1/m of the rows every C/m iterations (default 1/4)\n"
+	  "  --help          show this help and exit\n"
+	  "  --interval C    a full cycle every C iterations (default 8)\n"
+	  "  --iteration N   the snapshot's iteration (default: a checkpoint's own)\n"
+	  "  --no-sync       do not fsync (faster, not crash-safe)\n"
+	  "  --policy P      full, round-robin, random or priority\n"
+	  "  --seed N        the random policy's seed (scar-train --fail-seed; default 1)\n"
+	  "  --shards S      a safetensors or .npy snapshot's shard count (row r: shard r mod S)\n"
+	  "SNAPSHOT is a scar checkpoint, a safetensors or a .npy file. The rows\n"
+	  "scar-train's policy would write at that iteration, against DIR's saved view,\n"
+	  "go into DIR/ckpt-N.ckpt; one checkpoint event line goes to stdout, none when\n"
+	  "N is not a checkpoint iteration. The first call writes a full checkpoint.\n" },
 	{ "verify", cmd_verify,
 	  "[--help] [-q] [FILE... | -]",
 	  "Check structure and every checksum; exit 0 intact, 1 damaged, 2 unreadable.",

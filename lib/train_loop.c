@@ -382,10 +382,11 @@ int scar_train_cost_target(const struct scar_train_ctx *c, const double *ref, si
 
 /* ---- checkpoints ---- */
 
-static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
+int scar_train_policy_select(const struct scar_train_opts *o, const struct scar_state *st,
+			     const struct scar_state *saved, size_t ti, uint64_t ncp,
+			     const double *prio, uint8_t *sel, struct scar_error *err)
 {
-	const struct scar_train_opts *o = c->o;
-	struct scar_tensor *x = c->st->tensors[ti];
+	const struct scar_tensor *x = st->tensors[ti];
 	uint64_t rows = scar_tensor_rows(x), start, n = scar_train_policy_rows(o, rows, ncp, &start);
 
 	memset(sel, 0, rows);
@@ -406,9 +407,9 @@ static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64
 		uint32_t *idx = malloc(rows * sizeof(*idx));
 
 		if (!idx)
-			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+			return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		scar_rng_seed_stream(&rng, o->fail_seed ^ (ti * 0x9e3779b97f4a7c15ULL),
-				     SCAR_STREAM_RANDOM_POLICY + (c->st->iteration << 4));
+				     SCAR_STREAM_RANDOM_POLICY + (st->iteration << 4));
 		for (uint64_t i = 0; i < rows; i++)
 			idx[i] = (uint32_t)i;
 		for (uint64_t i = 0; i < n; i++) {
@@ -430,13 +431,13 @@ static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64
 		if (!pr || !pv) {
 			free(pr);
 			free(pv);
-			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+			return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		}
-		if (c->ops->priorities)
-			rc = c->ops->priorities(c, ti, pv);
+		if (prio)
+			memcpy(pv, prio, rows * sizeof(*pv));
 		else
 			for (uint64_t r = 0; r < rows; r++)
-				pv[r] = scar_row_priority(x, c->saved->tensors[ti], r);
+				pv[r] = scar_row_priority(x, saved->tensors[ti], r);
 		for (uint64_t r = 0; r < rows; r++) {
 			pr[r].p = isnan(pv[r]) ? INFINITY : pv[r];	/* a destroyed row differs most */
 			pr[r].row = r;
@@ -454,6 +455,26 @@ static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64
 		memset(sel, 1, rows);
 		return 0;
 	}
+}
+
+/* The trainer's selection: the distributed trainer brings the priorities, the same on every rank. */
+static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
+{
+	double *pv = NULL;
+	int rc;
+
+	if (c->o->policy == SCAR_POLICY_PRIORITY && c->ops->priorities) {
+		pv = malloc(scar_tensor_rows(c->st->tensors[ti]) * sizeof(*pv) + 1);
+		if (!pv)
+			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		if ((rc = c->ops->priorities(c, ti, pv))) {
+			free(pv);
+			return rc;
+		}
+	}
+	rc = scar_train_policy_select(c->o, c->st, c->saved, ti, ncp, pv, sel, c->err);
+	free(pv);
+	return rc;
 }
 
 /* The rows a partial checkpoint writes, which become their saved values (ages). */

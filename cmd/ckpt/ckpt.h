@@ -29,11 +29,12 @@
 enum {
 	OPT_COMPRESS = 256, OPT_DTYPE, OPT_FORMAT, OPT_ITERATION, OPT_JSON, OPT_LEVEL,
 	OPT_MODEL, OPT_NAME, OPT_NO_COMPRESS, OPT_NO_SYNC, OPT_ROLE, OPT_ROWS, OPT_SHAPE,
-	OPT_SHARD, OPT_SHARDS, OPT_TENSOR,
+	OPT_SHARD, OPT_SHARDS, OPT_TENSOR, OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_SEED,
+	OPT_FORCE,
 };
 
 extern const struct option info_opts[], verify_opts[], export_opts[], import_opts[],
-	apply_opts[], convert_opts[], ls_opts[];
+	apply_opts[], convert_opts[], ls_opts[], save_opts[];
 
 /* The subcommands, one file each. */
 int cmd_apply(int argc, char **argv);
@@ -42,6 +43,7 @@ int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_save(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
 /* Print a library error, naming path when the library did not; a closed pipe exits quietly. */

@@ -163,6 +163,34 @@ struct scar_store_comm {
 	void *arg;
 };
 
+/* ---- checkpoints by a policy, for another trainer (lib/ckpt_policy.c) ---- */
+
+struct scar_store_policy_result {
+	int wrote;		/* a checkpoint was written (else not a checkpoint iteration) */
+	int full;		/* it was full */
+	uint64_t rows, bytes;	/* param rows written, their bytes */
+	uint64_t file_bytes;	/* the file's size */
+};
+
+/*
+ * Checkpoint snapshot st (its iteration the caller's; its param tensors
+ * the rows) into the store's directory by policy o (policy, interval,
+ * fraction and fail_seed, as scar-train's options): against the saved view
+ * the directory keeps in .scar-view.ckpt, the rows scar-train's policy
+ * would write at that iteration (scar_train_policy_select) go into
+ * ckpt-N.ckpt, as scar-train writes it, and into the view. The first call
+ * on a directory writes a full checkpoint (scar-train's iteration 0); an
+ * iteration that is not a checkpoint iteration of the schedule writes
+ * nothing (res->wrote 0). The caller holds the store's lock. Refused: a
+ * snapshot whose parameter tensors differ from the view's (SCAR_EMISMATCH
+ * naming the first), an iteration not after the last (SCAR_EINVAL), a
+ * policy other than the view's unless force (SCAR_EINVAL). st's extra gets
+ * the clock and schedule.
+ */
+int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
+				 struct scar_state *st, int force, int sync,
+				 struct scar_store_policy_result *res, struct scar_error *err);
+
 struct scar_store_write_opts {
 	int compress, sync;		/* as scar_ckpt_save_opts */
 	uint64_t clock;			/* the trainer's clock, for the manifest */

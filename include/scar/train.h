@@ -143,6 +143,19 @@ struct scar_train_opts {
 	void *progress_arg;
 };
 
+/*
+ * The rows of tensor ti of st that a checkpoint by policy o writes at st's
+ * iteration, the ncp-th checkpoint of the schedule (ncp = iteration /
+ * period), against the saved view saved (same layout): sel[r] = 1 for each
+ * (rows bytes). prio (NULL: computed from saved) are the rows' priorities
+ * for the priority policy. The one selection: scar-train's and scar-ckpt
+ * save's.
+ */
+int scar_train_policy_select(const struct scar_train_opts *o, const struct scar_state *st,
+			     const struct scar_state *saved, size_t ti, uint64_t ncp,
+			     const double *prio, uint8_t *sel, struct scar_error *err);
+
+
 /* Defaults: S = 1, iters 50, policy none, interval 8, fraction 1, recovery partial, window 1. */
 void scar_train_opts_init(struct scar_train_opts *o);
 

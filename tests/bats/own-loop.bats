@@ -265,3 +265,90 @@ PY
 	[[ "$output" == *"scar.shards '0' is not a shard count"* ]]
 	run -0 scar-ckpt import --shards 4 -o ok.ckpt bad.safetensors
 }
+
+# scar-train's snapshots of its own trajectory, s0 .. sN (s0: its first
+# checkpoint): trajectory N MODEL POLICY-ARGS...
+trajectory() {
+	local n=$1 m=$2 k
+	shift 2
+	scar-train -q --no-timing -m "$m" -n "$n" "$@" --checkpoint-dir A --no-sync > a.jsonl
+	cp A/ckpt-0000000000.ckpt s0.ckpt
+	for k in $(seq 1 "$n"); do
+		scar-train -q --no-timing -m "$m" -n "$k" --save "s$k.ckpt" > /dev/null
+	done
+}
+
+# Every checkpoint of A is in B with the same present rows and values.
+same_checkpoints() {
+	local f b
+	for f in A/ckpt-*.ckpt; do
+		b=B/${f#A/}
+		[ -e "$b" ] || { echo "missing $b"; return 1; }
+		scar-diff -q "$f" "$b" || { echo "values differ: $f"; return 1; }
+		[ "$(scar-ckpt info --json "$f" | jq -c '[.tensors[] | .rows_present]')" = \
+		  "$(scar-ckpt info --json "$b" | jq -c '[.tensors[] | .rows_present]')" ] ||
+			{ echo "rows differ: $f"; return 1; }
+	done
+	[ "$(ls A | wc -l)" = "$(ls B | wc -l)" ]
+}
+
+@test "scar-ckpt save writes exactly the rows scar-train's policy writes, for every policy" {
+	for pol in priority random round-robin full; do
+		rm -rf A B
+		trajectory 12 mf --policy "$pol" --fraction 1/4 --interval 4
+		for k in $(seq 0 12); do
+			scar-ckpt save --no-sync --policy "$pol" --fraction 1/4 --interval 4 "s$k.ckpt" B
+		done > ev.jsonl
+		run -0 same_checkpoints
+		# and says so as scar-train does
+		diff <(jq -c 'select(.type == "checkpoint") | del(.bytes)' a.jsonl) <(jq -c 'del(.bytes)' ev.jsonl)
+	done
+	# the directory is a run directory: its saved view is the view save keeps
+	scar-ckpt apply -o view.ckpt B
+	run -0 scar-diff -q view.ckpt B/.scar-view.ckpt
+}
+
+@test "scar-ckpt save from safetensors snapshots chooses the same rows" {
+	trajectory 8 mlr --policy priority --fraction 1/4 --interval 4
+	for k in $(seq 0 8); do
+		scar-ckpt export "s$k.ckpt" -o "s$k.safetensors" 2> /dev/null ||
+			scar-ckpt export --tensor weights "s$k.ckpt" -o "s$k.safetensors"
+		scar-ckpt save --no-sync --policy priority --fraction 1/4 --interval 4 --shards 8 \
+			--iteration "$k" "s$k.safetensors" B > /dev/null
+	done
+	for f in A/ckpt-*.ckpt; do
+		b=B/${f#A/}
+		[ "$(scar-ckpt info --json "$f" | jq -c '[.tensors[] | select(.role == "param") | .rows_present]')" = \
+		  "$(scar-ckpt info --json "$b" | jq -c '[.tensors[] | select(.role == "param") | .rows_present]')" ]
+		run -0 scar-diff -q "$f" "$b"
+	done
+}
+
+@test "scar-ckpt save: bad input is exit 2 naming it; a policy change needs --force" {
+	scar-train -q --no-timing -m mf -n 2 --save s2.ckpt > /dev/null
+	scar-train -q --no-timing -m mf -n 4 --save s4.ckpt > /dev/null
+	scar-train -q --no-timing -m mf -n 4 --set rank=3 --save r3.ckpt > /dev/null
+	run -0 scar-ckpt save --no-sync --policy priority --interval 4 s2.ckpt B
+	run -2 scar-ckpt save --no-sync --policy priority --interval 4 r3.ckpt B
+	[[ "$output" == *"tensor 'user_factors' has another dtype or shape"* ]]
+	run -2 scar-ckpt save --no-sync --policy random --interval 4 s4.ckpt B
+	[[ "$output" == *"checkpointed by policy priority"*"needs --force"* ]]
+	run -0 scar-ckpt save --no-sync --policy priority --interval 4 s4.ckpt B
+	run -2 scar-ckpt save --no-sync --policy priority --interval 4 s4.ckpt B
+	[[ "$output" == *"iteration 4 is not after the run directory's last, 4"* ]]
+	run -2 scar-ckpt save --no-sync --policy priority --interval 4 --fraction 1/3 s4.ckpt C
+	run -2 scar-ckpt save --no-sync --interval 4 s4.ckpt C
+	[[ "$output" == *"save needs --policy"* ]]
+	scar-ckpt export s2.ckpt -o s2.safetensors
+	run -2 scar-ckpt save --no-sync --policy full s2.safetensors D
+	[[ "$output" == *"give --shards S"* ]]
+	run -2 scar-ckpt save --no-sync --policy full --shards 8 s2.safetensors D
+	[[ "$output" == *"give its iteration with --iteration N"* ]]
+	run -2 scar-ckpt save --no-sync --policy full --shards 4 s2.ckpt D
+	[[ "$output" == *"not the checkpoint's 8"* ]]
+	# not a checkpoint iteration (interval 8, 1/4: every 2): nothing written, nothing said
+	run -0 scar-ckpt save --no-sync --policy priority s2.ckpt E
+	run -0 scar-ckpt save --no-sync --policy priority --iteration 5 s4.ckpt E
+	[ -z "$output" ]
+	[ ! -e E/ckpt-0000000005.ckpt ]
+}

@@ -1,0 +1,223 @@
+/*
+ * ckpt_policy.c - checkpoints by a policy for a trainer that is not
+ * scar-train (scar-ckpt save): a snapshot of the current parameters, the
+ * iteration the caller passes, a run directory. The rows are chosen by the
+ * one selection scar-train uses (scar_train_policy_select), against the
+ * directory's saved view, which is kept in the directory as one file,
+ * .scar-view.ckpt, updated with each checkpoint: a call reads one view,
+ * not every checkpoint in the directory. The checkpoint files are the ones
+ * scar-train writes (ckpt-N.ckpt, with the schedule in extra), so the
+ * directory's tools (scar-ckpt ls, apply, resume) read them as theirs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "scar/ckpt.h"
+#include "scar/store.h"
+#include "scar/train.h"
+#include "train_internal.h"
+
+#define VIEW_NAME ".scar-view.ckpt"
+
+static int is_param(const struct scar_tensor *x)
+{
+	return x->role == SCAR_ROLE_PARAM;
+}
+
+/* The policy a view was written by, as its extra "policy" holds it. */
+static json_t *policy_json(const struct scar_train_opts *o, uint64_t iter)
+{
+	return json_pack("{s:s, s:I, s:f, s:I, s:I}", "policy", scar_policy_name(o->policy),
+			 "interval", (json_int_t)o->interval, "fraction", o->fraction,
+			 "seed", (json_int_t)o->fail_seed, "iter", (json_int_t)iter);
+}
+
+/* Snapshot st against the view's layout: SCAR_EMISMATCH naming the first difference. */
+static int same_layout(const struct scar_state *view, const struct scar_state *st,
+		       const char *vpath, struct scar_error *err)
+{
+	size_t nv = 0, ns = 0;
+
+	for (size_t i = 0; i < view->ntensors; i++)
+		nv += is_param(view->tensors[i]);
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *x = st->tensors[i], *y;
+
+		if (!is_param(x))
+			continue;
+		ns++;
+		y = scar_state_find(view, x->name);
+		if (!y || !is_param(y))
+			return scar_error_set_at(err, SCAR_EMISMATCH, vpath, -1, -1,
+						 "the snapshot's tensor '%s' is not in the run directory's saved view",
+						 x->name);
+		if (!scar_tensor_same_layout(x, y))
+			return scar_error_set_at(err, SCAR_EMISMATCH, vpath, -1, -1,
+						 "the snapshot's tensor '%s' has another dtype or shape than the run directory's",
+						 x->name);
+	}
+	if (ns != nv || st->shards != view->shards)
+		return scar_error_set_at(err, SCAR_EMISMATCH, vpath, -1, -1,
+					 ns != nv ? "the snapshot has %zu parameter tensors, the run directory %zu"
+						  : "the snapshot has %zu shards, the run directory %zu",
+					 ns != nv ? ns : (size_t)st->shards,
+					 ns != nv ? nv : (size_t)view->shards);
+	return 0;
+}
+
+/* The policy of the view against o: SCAR_EINVAL saying what changed, unless forced. */
+static int same_policy(const json_t *p, const struct scar_train_opts *o, const char *vpath,
+		       struct scar_error *err)
+{
+	const char *name = json_string_value(json_object_get(p, "policy"));
+	const json_t *iv = json_object_get(p, "interval"), *fr = json_object_get(p, "fraction");
+	const json_t *sd = json_object_get(p, "seed");
+
+	if (!name || !json_is_integer(iv) || !json_is_number(fr) || !json_is_integer(sd))
+		return scar_error_set_at(err, SCAR_ECORRUPT, vpath, -1, -1,
+					 "the saved view's extra \"policy\" is not a policy, interval, fraction and seed");
+	if (strcmp(name, scar_policy_name(o->policy)) || (uint64_t)json_integer_value(iv) != o->interval ||
+	    json_number_value(fr) != o->fraction || (uint64_t)json_integer_value(sd) != o->fail_seed)
+		return scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
+					 "the run directory was checkpointed by policy %s, interval %lld, fraction %g, seed %lld: a change in the middle of a run needs --force",
+					 name, (long long)json_integer_value(iv), json_number_value(fr),
+					 (long long)json_integer_value(sd));
+	return 0;
+}
+
+int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
+				 struct scar_state *st, int force, int sync,
+				 struct scar_store_policy_result *res, struct scar_error *err)
+{
+	char vpath[4096];
+	struct scar_state *view = NULL, ck;
+	struct scar_tensor *vt = NULL, **vp = NULL;
+	struct scar_store_write_opts wo = { .compress = 1, .sync = sync, .clock = st->iteration,
+					    .rank = 0, .ranks = 1, .comm = NULL };
+	struct scar_ckpt_save_opts so;
+	struct stat sb;
+	uint64_t period = scar_train_policy_period(o), k = st->iteration, last;
+	json_t *pol;
+	size_t nv = 0;
+	int rc, full;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = scar_train_check_schedule(o, err)))
+		return rc;
+	if (snprintf(vpath, sizeof(vpath), "%s/%s", s->dir, VIEW_NAME) >= (int)sizeof(vpath))
+		return scar_error_set(err, SCAR_EINVAL, "run directory name too long");
+	if (stat(vpath, &sb) == 0) {
+		if ((rc = scar_ckpt_load(vpath, &view, err)))
+			return rc;
+		pol = json_object_get(view->extra, "policy");
+		if (!json_is_integer(json_object_get(pol, "iter"))) {
+			rc = scar_error_set_at(err, SCAR_ECORRUPT, vpath, -1, -1,
+					       "the saved view's extra \"policy\" has no iteration");
+			goto out;
+		}
+		last = (uint64_t)json_integer_value(json_object_get(pol, "iter"));
+		if ((rc = same_layout(view, st, vpath, err)) ||
+		    (!force && (rc = same_policy(pol, o, vpath, err))))
+			goto out;
+		if (k <= last) {
+			rc = scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
+					       "iteration %llu is not after the run directory's last, %llu",
+					       (unsigned long long)k, (unsigned long long)last);
+			goto out;
+		}
+		if (k % period) {
+			/* Not a checkpoint iteration of the schedule: nothing to write. */
+			rc = 0;
+			goto out;
+		}
+		full = o->policy == SCAR_POLICY_FULL;
+	} else if (errno == ENOENT) {
+		/* The run's first call: a full checkpoint, as scar-train's at iteration 0. */
+		if ((rc = scar_state_clone(&view, st, err)))
+			return rc;
+		full = 1;
+	} else {
+		return scar_error_set_errno(err, errno, vpath, "cannot read the saved view '%s'", vpath);
+	}
+
+	/* The checkpoint: the schedule in extra, as scar-train writes it. */
+	if (json_object_set_new(st->extra, "clock", json_integer((json_int_t)k)) ||
+	    json_object_set_new(st->extra, "schedule",
+				json_pack("{s:s, s:I, s:f, s:I}", "policy", scar_policy_name(o->policy),
+					  "interval", (json_int_t)o->interval, "fraction", o->fraction,
+					  "fail_seed", (json_int_t)o->fail_seed))) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	vt = calloc(st->ntensors + 1, sizeof(*vt));
+	vp = calloc(st->ntensors + 1, sizeof(*vp));
+	if (!vt || !vp) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i], *y;
+		uint64_t rows = scar_tensor_rows(x);
+		size_t rb = scar_tensor_row_bytes(x);
+
+		if (!is_param(x)) {
+			if (full)
+				vp[nv++] = x;	/* a full checkpoint holds the worker state too */
+			continue;
+		}
+		y = scar_state_find(view, x->name);
+		vt[nv] = *x;
+		vt[nv].present = malloc(rows ? rows : 1);
+		if (!vt[nv].present) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (full)
+			memset(vt[nv].present, 1, rows);
+		else if ((rc = scar_train_policy_select(o, st, view, i, k / period, NULL,
+							vt[nv].present, err)))
+			goto out;
+		for (uint64_t r = 0; r < rows; r++)
+			if (vt[nv].present[r]) {
+				memcpy(scar_tensor_row(y, r), scar_tensor_row(x, r), rb);
+				res->rows++;
+				res->bytes += rb;
+			}
+		if (full) {
+			free(vt[nv].present);
+			vt[nv].present = NULL;
+		}
+		vp[nv] = &vt[nv];
+		nv++;
+	}
+	ck = *st;
+	ck.ntensors = nv;
+	ck.tensors = vp;
+	if ((rc = scar_store_write(s, &ck, &wo, &res->file_bytes, err)))
+		goto out;
+	/* Then the view, so that a failure between the two loses no row of a written checkpoint. */
+	view->iteration = k;
+	pol = policy_json(o, k);
+	if (!pol || json_object_set_new(view->extra, "policy", pol)) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	scar_ckpt_save_opts_init(&so);
+	so.sync = sync;
+	if ((rc = scar_ckpt_save(view, vpath, &so, err)))
+		goto out;
+	res->wrote = 1;
+	res->full = full;
+out:
+	for (size_t i = 0; vt && i < st->ntensors; i++)
+		free(vt[i].present);
+	free(vt);
+	free(vp);
+	scar_state_free(view);
+	return rc;
+}
