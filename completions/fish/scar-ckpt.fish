@@ -1,6 +1,6 @@
 # fish completion for scar-ckpt(1)
 
-set -l cmds apply convert export import info ls verify help
+set -l cmds apply convert export import info ls save verify help
 complete -c scar-ckpt -f
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a apply -d 'apply partial checkpoints onto a full base'
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a convert -d 'rewrite compression, precision or shards'
@@ -40,3 +40,13 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l shape -x -d 'sh
 complete -c scar-ckpt -n "__fish_seen_subcommand_from info ls" -l json -d 'print JSON'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from ls" -a '(__fish_complete_directories)'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from verify" -s q -l quiet -d 'say nothing about intact files'
+complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a save -d 'checkpoint a snapshot by a policy'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l policy -x -a 'full round-robin random priority' -d 'checkpoint policy'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l fraction -x -d 'fraction of rows'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l interval -x -d 'full cycle every C iterations'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l iteration -x -d 'the snapshot iteration'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l seed -x -d 'random policy seed'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l shards -x -d 'shard count of a snapshot'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l force -d 'go on under another policy'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l no-sync -d 'do not fsync'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -F

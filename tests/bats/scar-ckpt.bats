@@ -446,7 +446,7 @@ small() {
 	opts=$(grep -hoE '^[[:space:]]*\{ "[a-z][a-z-]*", (no|required|optional)_argument' "$src" "$SCAR_ROOT/cmd/common/subcmd.c" |
 		sed -E 's/.*"([a-z-]+)".*/\1/' | sort -u)
 	[ "$(printf '%s\n' "$opts" | wc -l)" -ge 20 ]
-	help=$(scar-ckpt --help; for c in apply convert export import info ls verify; do scar-ckpt "$c" --help; done)
+	help=$(scar-ckpt --help; for c in apply convert export import info ls save verify; do scar-ckpt "$c" --help; done)
 	man=$(MANWIDTH=200 mandoc -Tascii "$SCAR_ROOT/man/scar-ckpt.1" | col -b)
 	for o in $opts; do
 		[[ $help == *"--$o"* ]] || { echo "--$o missing from --help"; false; }
