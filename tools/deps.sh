@@ -8,7 +8,7 @@ bats-support mandoc valgrind gnuplot-nox jq libopenmpi-dev openmpi-bin"
 if [ "${SCAR_DEPS_ALL:-0}" = 1 ]; then
 	pkgs="$pkgs python3-numpy python3-sklearn dataset-fashion-mnist hyperfine
 libopenmpi-dev openmpi-bin libclang-rt-14-dev libopenblas0-pthread python3-gensim time zsh fish
-python3-jsonschema"
+python3-jsonschema python3-torch"
 fi
 missing=
 for p in $pkgs; do
