@@ -236,14 +236,20 @@ static int write_report(json_t *j, const char *path, int done)
 	return regular;
 }
 
-/* Whether path is a safetensors or .npy file (by its first bytes; "-" never). */
+/*
+ * Whether path is a safetensors or .npy file, by its first bytes; only a
+ * regular file (a FIFO's bytes would be consumed), and only asked once the
+ * checkpoint reader found no checkpoint there, so a checkpoint is read as
+ * it always was.
+ */
 static int is_snapshot(const char *path)
 {
 	unsigned char head[16];
+	struct stat sb;
 	ssize_t n;
 	int fd;
 
-	if (cli_is_stdio(path))
+	if (cli_is_stdio(path) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
 		return 0;
 	fd = scar_open_input(path, 0, NULL);
 	if (fd < 0)
@@ -278,6 +284,56 @@ static double snapshot_delta(const char *a, const char *b, double *norm_a)
 }
 
 /*
+ * The saved view of run directory dir (dir/.scar-view.ckpt, which scar-ckpt
+ * save keeps) as a temporary file in the format of snapshot in, for the
+ * byte-level restore; *tmp its name, removed by scar_tmp_done or at exit.
+ */
+static void view_donor(const char *dir, const char *in, char **tmp)
+{
+	char path[4096];
+	unsigned char head[16];
+	struct scar_state *view = NULL;
+	struct scar_error err;
+	const char *t = getenv("TMPDIR");
+	ssize_t n = 0;
+	int fd, npy;
+
+	scar_error_clear(&err);
+	if (snprintf(path, sizeof(path), "%s/.scar-view.ckpt", dir) >= (int)sizeof(path))
+		cli_die("'%s': directory name too long", dir);
+	if (access(path, F_OK) != 0)
+		cli_die("'%s' has no saved view (.scar-view.ckpt, kept by scar-ckpt save): make one with "
+			"scar-ckpt apply and export it", dir);
+	if (scar_ckpt_load(path, &view, &err) < 0)
+		cli_die_error(&err);
+	if ((fd = scar_open_input(in, 0, &err)) >= 0) {
+		n = scar_read_upto(fd, head, sizeof(head));
+		close(fd);
+	}
+	npy = n > 0 && scar_array_sniff(head, (size_t)n) == SCAR_ARRAY_NPY;
+	snprintf(path, sizeof(path), "%s/scar-view", t && *t ? t : "/tmp");
+	if ((fd = scar_tmp_create(path, tmp, &err)) < 0)
+		cli_die_error(&err);
+	if (npy) {
+		size_t k, np = 0;
+
+		for (k = 0; k < view->ntensors; k++)
+			np += view->tensors[k]->role == SCAR_ROLE_PARAM;
+		if (np != 1)
+			cli_die("'%s' holds %zu parameter tensors: not the view of a .npy snapshot", dir, np);
+		for (k = 0; view->tensors[k]->role != SCAR_ROLE_PARAM; k++)
+			;
+		if (scar_npy_write_fd(fd, *tmp, view->tensors[k], 0, &err) < 0)
+			cli_die_error(&err);
+	} else if (scar_safetensors_write_fd(fd, *tmp, view, SCAR_ROLE_PARAM, NULL, &err) < 0) {
+		cli_die_error(&err);
+	}
+	if (close(fd) < 0)
+		cli_die("cannot write '%s': %s", *tmp, strerror(errno));
+	scar_state_free(view);
+}
+
+/*
  * A safetensors or .npy snapshot of any trainer: lose shards and zero their
  * rows or restore them from another snapshot, byte for byte
  * (scar_array_lose_rows); OUT in IN's format.
@@ -285,6 +341,8 @@ static double snapshot_delta(const char *a, const char *b, double *norm_a)
 static int inject_snapshot(struct args *a, const char *in, const char *out)
 {
 	const char *reset = a->reset ? a->reset : "zero", *donor = NULL;
+	char *tmp = NULL;
+	struct stat sb;
 	struct scar_error err;
 	struct scar_rng rng;
 	uint64_t rows, tensors;
@@ -308,6 +366,11 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		cli_refuse_binary_tty();
 	if (!strncmp(reset, "from=", 5))
 		donor = reset + 5;
+	if (donor && stat(donor, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		/* a run directory of scar-ckpt save: its saved view */
+		view_donor(donor, in, &tmp);
+		donor = tmp;
+	}
 	lost = calloc(S, 1);
 	ls = json_array();
 	if (!lost || !ls)
@@ -337,8 +400,15 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
 			cli_die_error(&err);
 	}
-	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err))
+	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err)) {
+		if (tmp && err.code == SCAR_EMISMATCH)
+			cli_die("the saved view of '%s' does not fit '%s' (%s): from=DIR restores the "
+				"tensors the view holds as the snapshot does (f32, f64, integers; the view "
+				"holds f16 and bf16 widened to f32)", reset + 5, in, err.msg);
 		cli_die_error(&err);
+	}
+	if (tmp)
+		scar_tmp_done(tmp, 1);
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s])
 			json_array_append_new(ls, json_integer(s));
@@ -487,9 +557,12 @@ int main(int argc, char **argv)
 					a.stale ? "--stale" : "--reset from=");
 	}
 
-	if (is_snapshot(in))
-		return inject_snapshot(&a, in, out);
-	st = load(in);
+	scar_error_clear(&err);
+	if (scar_ckpt_load(in, &st, &err) < 0) {
+		if (err.code == SCAR_EFORMAT && is_snapshot(in))
+			return inject_snapshot(&a, in, out);
+		cli_die_error(&err);
+	}
 	scar_error_clear(&err);
 	if (a.shards && a.shards != st->shards)
 		cli_usage_error("option '--shards': %u is not the checkpoint's %u (it says its own)",

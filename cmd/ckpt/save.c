@@ -17,9 +17,13 @@ static struct scar_state *load_snapshot(const char *path, uint64_t shards, int *
 	ssize_t n = 0;
 	int fd;
 
+	struct stat sb;
+
 	scar_error_clear(&e);
 	*is_array = 0;
-	if (!cli_is_stdio(path) && (fd = scar_open_input(path, 0, NULL)) >= 0) {
+	/* a regular file only: the bytes of a FIFO would be consumed */
+	if (!cli_is_stdio(path) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    (fd = scar_open_input(path, 0, NULL)) >= 0) {
 		n = scar_read_upto(fd, head, sizeof(head));
 		close(fd);
 	}

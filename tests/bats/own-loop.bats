@@ -425,3 +425,29 @@ PY
 		[ ! -d "$d/run" ] || run -0 scar-ckpt verify -q "$d"/run/*.ckpt
 	done
 }
+
+@test "snapshot recovery from a run directory's saved view (--reset from=DIR)" {
+	need_torch
+	/usr/bin/python3 - <<'PY'
+import json, struct, numpy as np
+def save(path, seed):
+    rng = np.random.default_rng(seed)
+    t = {"a": rng.standard_normal((10, 3)).astype(np.float32), "b": rng.standard_normal(6).astype(np.float64)}
+    h, blobs, off = {}, [], 0
+    for k, v in t.items():
+        b = v.tobytes(); h[k] = {"dtype": {"float32": "F32", "float64": "F64"}[str(v.dtype)], "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b); off += len(b)
+    s = json.dumps(h).encode(); s += b" " * (-len(s) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(s)) + s + b"".join(blobs))
+save("s0.safetensors", 0); save("s1.safetensors", 1)
+PY
+	scar-ckpt save --no-sync --policy full --interval 1 --shards 4 --iteration 0 s0.safetensors R > /dev/null
+	run -0 scar-inject --shards 4 --lose-shards 2 --reset from=R s1.safetensors rec.safetensors
+	scar-inject --shards 4 --lose-shards 2 --reset from=s0.safetensors s1.safetensors want.safetensors 2> /dev/null
+	cmp rec.safetensors want.safetensors
+	# no temporary left behind
+	[ -z "$(ls -A "${TMPDIR:-/tmp}" | grep '^\.scar-view\.tmp\.' || :)" ]
+	mkdir empty
+	run -2 scar-inject --shards 4 --lose-shards 2 --reset from=empty s1.safetensors x.safetensors
+	[[ "$output" == *"'empty' has no saved view"* ]]
+}
