@@ -259,11 +259,18 @@ static int is_snapshot(const char *path)
 	return n > 0 && scar_array_sniff(head, (size_t)n) != 0;
 }
 
-/* The norm of the difference of two array files as scar-diff measures it; NAN if unreadable. */
-static double snapshot_delta(const char *a, const char *b, double *norm_a)
+/*
+ * ||OUT - IN|| as scar-diff measures it, computed in memory (OUT may be
+ * stdout, or IN itself): IN and the donor read as scar-diff reads them
+ * (narrow types widened), the lost rows of IN replaced by the donor's (a
+ * .npy file's one array matches whatever its name) or zeroed. NAN when a
+ * file cannot be read that way.
+ */
+static double snapshot_delta(const char *in, const char *donor, const char *tensor,
+			     const uint8_t *lost, uint32_t S, double *norm_a)
 {
-	struct scar_state *x = NULL, *y = NULL;
-	struct scar_diff_result *d = NULL;
+	struct scar_state *x = NULL, *y = NULL, *d = NULL;
+	struct scar_diff_result *r = NULL;
 	struct scar_diff_opts o;
 	struct scar_error err;
 	double v = NAN;
@@ -272,14 +279,35 @@ static double snapshot_delta(const char *a, const char *b, double *norm_a)
 	scar_error_clear(&err);
 	scar_diff_opts_init(&o);
 	o.top_k = 0;
-	if (scar_array_load(a, &x, &err) == 0 && scar_array_load(b, &y, &err) == 0 &&
-	    scar_diff_states(x, y, &o, &d, &err) == 0) {
-		v = d->total.l2;
-		*norm_a = d->total.norm_a;
+	if (scar_array_load(in, &x, &err) || scar_state_clone(&y, x, &err) ||
+	    (donor && scar_array_load(donor, &d, &err)))
+		goto out;
+	for (size_t i = 0; i < y->ntensors; i++) {
+		struct scar_tensor *t = y->tensors[i];
+		const struct scar_tensor *u = d ? (d->ntensors == 1 && x->ntensors == 1 ? d->tensors[0] :
+						   scar_state_find(d, t->name)) : NULL;
+		uint64_t rows = scar_tensor_rows(t);
+		size_t rb = scar_tensor_row_bytes(t);
+
+		if ((tensor && strcmp(tensor, t->name)) || (d && (!u || !scar_tensor_same_layout(t, u))))
+			continue;
+		for (uint64_t rr = 0; rr < rows; rr++)
+			if (lost[scar_shard_of_row(rr, S)]) {
+				if (u)
+					memcpy(scar_tensor_row(t, rr), scar_tensor_row(u, rr), rb);
+				else
+					memset(scar_tensor_row(t, rr), 0, rb);
+			}
 	}
-	scar_diff_result_free(d);
+	if (scar_diff_states(x, y, &o, &r, &err) == 0) {
+		v = r->total.l2;
+		*norm_a = r->total.norm_a;
+	}
+out:
+	scar_diff_result_free(r);
 	scar_state_free(x);
 	scar_state_free(y);
+	scar_state_free(d);
 	return v;
 }
 
@@ -400,6 +428,8 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
 			cli_die_error(&err);
 	}
+	/* before the write: OUT may be IN */
+	delta = snapshot_delta(in, donor, a->sel.tensor, lost, S, &norm_a);
 	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err)) {
 		if (tmp && err.code == SCAR_EMISMATCH)
 			cli_die("the saved view of '%s' does not fit '%s' (%s): from=DIR restores the "
@@ -413,7 +443,6 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		if (lost[s])
 			json_array_append_new(ls, json_integer(s));
 	/* ||OUT - IN|| as scar-diff measures it (narrow types widened as read) */
-	delta = cli_is_stdio(out) || scar_file_is_special(out) ? NAN : snapshot_delta(in, out, &norm_a);
 	j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:I, s:I, s:o, s:o}", "type", "inject",
 		      "kind", "lose", "input_format", "snapshot", "seed", (json_int_t)a->seed,
 		      "shards", (json_int_t)S, "shards_lost", ls, "reset", reset,
@@ -423,6 +452,7 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	if (!j)
 		cli_die("out of memory");
 	write_report(j, a->report, 1);
+	json_decref(j);
 	free(lost);
 	return 0;
 }

@@ -8,6 +8,7 @@
  * load_state_dict, untouched tensors bit-identical. The headers are read by
  * the one reader (scar_arrayfile_open); this file only moves bytes.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,8 +18,12 @@
 #include "scar/file.h"
 #include "scar/shard.h"
 
-/* The whole of a regular file, whose size the reader's header check has bounded. */
-static int read_whole(const char *path, unsigned char **buf, uint64_t *len, struct scar_error *err)
+/*
+ * The whole of a regular file, whose size the reader's header check has
+ * bounded; *id gets what identifies the version read.
+ */
+static int read_whole(const char *path, unsigned char **buf, uint64_t *len, struct stat *id,
+		      struct scar_error *err)
 {
 	struct stat sb;
 	int fd = scar_open_input(path, 0, err), rc;
@@ -32,6 +37,7 @@ static int read_whole(const char *path, unsigned char **buf, uint64_t *len, stru
 					 "'%s' is not a regular file: a snapshot to recover is read twice",
 					 path);
 	}
+	*id = sb;
 	*len = (uint64_t)sb.st_size;
 	*buf = malloc(*len ? *len : 1);
 	if (!*buf) {
@@ -46,6 +52,21 @@ static int read_whole(const char *path, unsigned char **buf, uint64_t *len, stru
 		return rc < 0 ? scar_error_set_errno(err, -rc, path, "cannot read '%s'", path) :
 			scar_error_set_at(err, SCAR_ETRUNC, path, -1, -1, "'%s' changed while read", path);
 	}
+	return 0;
+}
+
+/* stat path into *before (after NULL), or check that *after is the file *before was. */
+static int same_file(const char *path, struct stat *before, const struct stat *after,
+		     struct scar_error *err)
+{
+	if (!after)
+		return stat(path, before) == 0 ? 0 :
+			scar_error_set_errno(err, errno, path, "cannot open '%s'", path);
+	if (before->st_dev != after->st_dev || before->st_ino != after->st_ino ||
+	    before->st_size != after->st_size || before->st_mtim.tv_sec != after->st_mtim.tv_sec ||
+	    before->st_mtim.tv_nsec != after->st_mtim.tv_nsec)
+		return scar_error_set_at(err, SCAR_ETRUNC, path, -1, -1,
+					 "'%s' changed while read", path);
 	return 0;
 }
 
@@ -90,15 +111,25 @@ int scar_array_lose_rows(const char *in, const char *donor, const char *tensor,
 	unsigned char *buf = NULL, *dbuf = NULL;
 	uint64_t len = 0, dlen = 0;
 	struct blob b;
+	struct stat before, after;
 	int rc, found = 0;
 
 	*rows = *tensors = 0;
 	if (shards < 1)
 		return scar_error_set(err, SCAR_EINVAL, "shards must be at least 1");
-	if ((rc = scar_arrayfile_open(&fi, in, err)) || (rc = read_whole(in, &buf, &len, err)))
+	/*
+	 * Each file is parsed by the reader, then read whole: the same file
+	 * (device, inode, size, modification time) before and after, or the
+	 * offsets parsed would be applied to other bytes.
+	 */
+	if ((rc = same_file(in, &before, NULL, err)) || (rc = scar_arrayfile_open(&fi, in, err)) ||
+	    (rc = read_whole(in, &buf, &len, &after, err)) ||
+	    (rc = same_file(in, &before, &after, err)))
 		goto out;
-	if (donor && ((rc = scar_arrayfile_open(&fd, donor, err)) ||
-		      (rc = read_whole(donor, &dbuf, &dlen, err))))
+	if (donor && ((rc = same_file(donor, &before, NULL, err)) ||
+		      (rc = scar_arrayfile_open(&fd, donor, err)) ||
+		      (rc = read_whole(donor, &dbuf, &dlen, &after, err)) ||
+		      (rc = same_file(donor, &before, &after, err))))
 		goto out;
 	if (fd && scar_arrayfile_format(fd) != scar_arrayfile_format(fi)) {
 		rc = scar_error_set_at(err, SCAR_EMISMATCH, donor, -1, -1,

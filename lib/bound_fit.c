@@ -789,9 +789,21 @@ int scar_bound_cost_events(const struct scar_events *ref, const char *ref_name,
 	if (!json_is_boolean(hb))
 		return scar_error_set_at(err, SCAR_EFORMAT, ref_name, -1, 1,
 					 "header needs \"objective_higher_better\": true or false");
-	if (pb && !json_equal(hb, pb))
+	if (!json_is_boolean(pb))
+		return scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, 1,
+					 "header needs \"objective_higher_better\": true or false");
+	if (!json_equal(hb, pb))
 		return scar_error_set_at(err, SCAR_EMISMATCH, pert_name, -1, 1,
 					 "header's \"objective_higher_better\" is not the reference's");
+	{
+		const json_t *ro = json_object_get(ref->records[0], "objective");
+		const json_t *po = json_object_get(pert->records[0], "objective");
+
+		if (json_is_string(ro) && json_is_string(po) && !json_equal(ro, po))
+			return scar_error_set_at(err, SCAR_EMISMATCH, pert_name, -1, 1,
+						 "header's objective '%s' is not the reference's '%s'",
+						 json_string_value(po), json_string_value(ro));
+	}
 	rc = read_curve(ref, ref_name, 0, &rc_curve, err);
 	if (rc) {
 		curve_free(&rc_curve);
@@ -799,18 +811,40 @@ int scar_bound_cost_events(const struct scar_events *ref, const char *ref_name,
 	}
 	if ((rc = read_curve(pert, pert_name, 0, &pc_curve, err)))
 		goto out;
-	for (size_t i = 1; i < pert->n; i++)
-		if (strcmp(rec_type(pert->records[i]), "recovery") == 0 &&
-		    (rc = recovery_point(pert->records[i], pert_name, i + 1, &last_rec, &rec_state,
-					 &rec_obj, err)))
-			goto out;
-	for (size_t i = 0; i < rc_curve.obj.n; i++)
-		if (!isfinite(rc_curve.obj.v[i])) {
-			rc = scar_error_set_at(err, SCAR_EFORMAT, ref_name, -1, -1,
-					       "the reference's objective at iteration %.0f is not a finite number",
-					       rc_curve.iter.v[i]);
+	for (int side = 0; side < 2; side++) {
+		const struct curve *cv = side ? &pc_curve : &rc_curve;
+		const char *nm = side ? pert_name : ref_name;
+
+		if (!cv->iter.n) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, nm, -1, -1,
+					       "no iteration record with an objective");
 			goto out;
 		}
+		for (size_t i = 0; i < cv->obj.n; i++)
+			if (!isfinite(cv->obj.v[i])) {
+				rc = scar_error_set_at(err, SCAR_EFORMAT, nm, -1, -1,
+						       "the objective at iteration %.0f is not a finite number",
+						       cv->iter.v[i]);
+				goto out;
+			}
+	}
+	for (size_t i = 1; i < pert->n; i++) {
+		double before = last_rec;
+
+		if (strcmp(rec_type(pert->records[i]), "recovery") != 0)
+			continue;
+		if ((rc = recovery_point(pert->records[i], pert_name, i + 1, &last_rec, &rec_state,
+					 &rec_obj, err)))
+			goto out;
+		/* in clock order, at a clock the run reached */
+		if (last_rec == before || last_rec > pc_curve.iter.v[pc_curve.iter.n - 1]) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
+					       "recovery record at clock %.17g is out of order or after the run's last iteration %.0f",
+					       num_or_nan(pert->records[i], "iter"),
+					       pc_curve.iter.v[pc_curve.iter.n - 1]);
+			goto out;
+		}
+	}
 	/* As scar-train --cost: from the last recovery on, the reference from where the run went on. */
 	rc = scar_bound_observed_cost_from(rc_curve.iter.v, rc_curve.obj.v, rc_curve.iter.n,
 					   pc_curve.iter.v, pc_curve.obj.v, pc_curve.iter.n, target,

@@ -90,6 +90,29 @@ static int same_policy(const json_t *p, const struct scar_train_opts *o, const c
 	return 0;
 }
 
+/*
+ * The newest checkpoint iteration of the directory (*have 0 when none):
+ * the view must be its saved view, not a lost one's or another run's.
+ */
+static int newest_checkpoint(const struct scar_store *s, uint64_t *it, int *have,
+			     struct scar_error *err)
+{
+	struct scar_ckpt_entry *v = NULL;
+	size_t n = 0;
+	int rc = scar_store_list(s, SCAR_STORE_LIST_FILES, &v, &n, NULL, err);
+
+	*have = 0;
+	*it = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (scar_store_is_policy_file(v[i].path, v[i].iteration) &&
+		    (!*have || v[i].iteration > *it)) {
+			*it = v[i].iteration;
+			*have = 1;
+		}
+	scar_ckpt_list_free(v, n);
+	return rc;
+}
+
 int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
 				 struct scar_state *st, int force, int sync,
 				 struct scar_store_policy_result *res, struct scar_error *err)
@@ -101,7 +124,8 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 					    .rank = 0, .ranks = 1, .comm = NULL };
 	struct scar_ckpt_save_opts so;
 	struct stat sb;
-	uint64_t period = scar_train_policy_period(o), k = st->iteration, last;
+	uint64_t period = scar_train_policy_period(o), k = st->iteration, last, newest;
+	int have;
 	json_t *pol;
 	size_t nv = 0;
 	int rc, full;
@@ -111,7 +135,12 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 		return rc;
 	if (snprintf(vpath, sizeof(vpath), "%s/%s", s->dir, VIEW_NAME) >= (int)sizeof(vpath))
 		return scar_error_set(err, SCAR_EINVAL, "run directory name too long");
+	if ((rc = newest_checkpoint(s, &newest, &have, err)))
+		return rc;
 	if (stat(vpath, &sb) == 0) {
+		if (!S_ISREG(sb.st_mode))
+			return scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
+						 "the saved view '%s' is not a regular file", vpath);
 		if ((rc = scar_ckpt_load(vpath, &view, err)))
 			return rc;
 		pol = json_object_get(view->extra, "policy");
@@ -121,6 +150,13 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 			goto out;
 		}
 		last = (uint64_t)json_integer_value(json_object_get(pol, "iter"));
+		if (!have || newest != last) {
+			rc = scar_error_set_at(err, SCAR_ECORRUPT, vpath, -1, -1,
+					       "the saved view is of iteration %llu, the directory's newest checkpoint of %s%llu: not this directory's view",
+					       (unsigned long long)last, have ? "" : "(none) ",
+					       (unsigned long long)newest);
+			goto out;
+		}
 		if ((rc = same_layout(view, st, vpath, err)) ||
 		    (!force && (rc = same_policy(pol, o, vpath, err))))
 			goto out;
@@ -136,6 +172,10 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 			goto out;
 		}
 		full = o->policy == SCAR_POLICY_FULL;
+	} else if (errno == ENOENT && have) {
+		return scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
+					 "the directory has checkpoints (the newest of iteration %llu) but no saved view %s: not a directory of scar-ckpt save, or its view was removed",
+					 (unsigned long long)newest, VIEW_NAME);
 	} else if (errno == ENOENT) {
 		/* The run's first call: a full checkpoint, as scar-train's at iteration 0. */
 		if ((rc = scar_state_clone(&view, st, err)))

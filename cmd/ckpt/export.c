@@ -194,9 +194,15 @@ int cmd_export(int argc, char **argv)
 		return EXIT_TROUBLE;
 	}
 	in = scar_ckpt_reader_info(r);
-	/* No tensor named, several there, safetensors and no row selection: the whole model. */
-	if (!tname && in->ntensors > 1 && fmt == FMT_SAFETENSORS && !a && b == UINT64_MAX &&
-	    shard == UINT64_MAX) {
+	/*
+	 * No tensor named, safetensors and no row selection: the whole model,
+	 * its metadata with it - several tensors, or one whose rows are all
+	 * there (one tensor of a partial checkpoint exports its present rows).
+	 */
+	if (!tname && fmt == FMT_SAFETENSORS && !a && b == UINT64_MAX && shard == UINT64_MAX &&
+	    (in->ntensors > 1 ||
+	     (in->ntensors == 1 && !cli_is_stdio(path) &&
+	      in->tensors[0].rows_present == in->tensors[0].rows))) {
 		if (cli_is_stdio(path)) {
 			cli_warn("exporting every tensor of '-' reads the checkpoint twice: give a file, or --tensor");
 			goto out;

@@ -232,6 +232,12 @@ PY
 		diff <(scar-train -q --no-timing --resume "$m.ckpt" -n 6 | tail -n +2) \
 			<(scar-train -q --no-timing --resume "$m-back.ckpt" -n 6 | tail -n +2)
 	done
+	# one tensor (ridge) is a whole model too
+	scar-train -q --no-timing -m ridge -n 3 --save r.ckpt > /dev/null
+	scar-ckpt export r.ckpt -o r.safetensors
+	scar-ckpt import -o r-back.ckpt r.safetensors
+	diff <(scar-train -q --no-timing --resume r.ckpt -n 6 | tail -n +2) \
+		<(scar-train -q --no-timing --resume r-back.ckpt -n 6 | tail -n +2)
 	# state tensors keep their role, the model its name
 	run -0 scar-ckpt info --json lda-back.ckpt
 	jq -e '.model == "lda" and .iteration == 3 and ([.tensors[] | select(.name == "z") | .role] == ["state"])' <<< "$output"
@@ -450,4 +456,53 @@ PY
 	mkdir empty
 	run -2 scar-inject --shards 4 --lose-shards 2 --reset from=empty s1.safetensors x.safetensors
 	[[ "$output" == *"'empty' has no saved view"* ]]
+}
+
+@test "scar-ckpt save: a removed, foreign or special saved view is refused, not a silent restart" {
+	for k in 2 4 6; do scar-train -q --no-timing -m mf -n "$k" --save "s$k.ckpt" > /dev/null; done
+	for k in 2 4; do scar-ckpt save --no-sync --policy round-robin --interval 8 "s$k.ckpt" v > /dev/null; done
+	cp -r v w
+	rm v/.scar-view.ckpt
+	run -2 scar-ckpt save --no-sync --policy round-robin --interval 8 s6.ckpt v
+	[[ "$output" == *"has checkpoints"*"but no saved view"* ]]
+	# another run's view (one checkpoint behind)
+	scar-ckpt save --no-sync --policy round-robin --interval 8 s2.ckpt x > /dev/null
+	cp x/.scar-view.ckpt w/.scar-view.ckpt
+	run -2 scar-ckpt save --no-sync --policy round-robin --interval 8 s6.ckpt w
+	[[ "$output" == *"not this directory's view"* ]]
+	rm w/.scar-view.ckpt
+	mkfifo w/.scar-view.ckpt
+	run -2 timeout 20 scar-ckpt save --no-sync --policy round-robin --interval 8 s6.ckpt w
+	[[ "$output" == *"is not a regular file"* ]]
+}
+
+@test "snapshot recovery: delta_norm is the change, also for .npy and in place" {
+	mkst cur.safetensors 1
+	cp cur.safetensors same.safetensors
+	run -0 scar-inject --shards 4 --lose-shards 1 same.safetensors same.safetensors
+	want=$(scar-diff --json cur.safetensors same.safetensors | jq .l2 || :)
+	[ "$(jq .delta_norm <<< "$output")" = "$want" ]
+	/usr/bin/python3 -c 'import numpy as np; np.save("a.npy", np.arange(1, 21, dtype=np.float32).reshape(10, 2))'
+	run -0 scar-inject --shards 2 --lose-shards 0 a.npy o.npy
+	jq -e '.delta_norm > 0' <<< "$output"
+}
+
+@test "scar-bound cost: the perturbed stream is checked as the reference is" {
+	scar-train -q --no-timing -m ridge -n 20 > ref.jsonl
+	scar-train -q --no-timing -m ridge -n 20 --fail-at 8 --lose-count 2 --cost > p.jsonl
+	jq -c 'if .type == "iteration" and .iter == 15 then .objective = "0.1" else . end' p.jsonl > s.jsonl
+	run -2 scar-bound cost ref.jsonl s.jsonl
+	[[ "$output" == *"s.jsonl"*"objective at iteration 15 is not a finite number"* ]]
+	jq -c 'if .type == "header" then del(.objective_higher_better) else . end' p.jsonl > h.jsonl
+	run -2 scar-bound cost ref.jsonl h.jsonl
+	[[ "$output" == *"h.jsonl"*"objective_higher_better"* ]]
+	jq -c 'if .type == "header" then .objective = "accuracy" else . end' p.jsonl > o.jsonl
+	run -2 scar-bound cost ref.jsonl o.jsonl
+	[[ "$output" == *"objective 'accuracy' is not the reference's"* ]]
+	jq -c 'if .type == "recovery" then .iter = 1000 else . end' p.jsonl > r.jsonl
+	run -2 scar-bound cost ref.jsonl r.jsonl
+	[[ "$output" == *"after the run's last iteration"* ]]
+	head -1 p.jsonl > only.jsonl
+	run -2 scar-bound cost ref.jsonl only.jsonl
+	[[ "$output" == *"only.jsonl"*"no iteration record"* ]]
 }
