@@ -203,7 +203,29 @@ def main():
                 f"{sum(c['null']['cost_interp'] for _, _, c in rows) / len(rows):.2f} |\n")
     json.dump([{"trial": t, "fail_at": T, **{k: v for k, v in c.items()}} for t, T, c in rows],
               open(os.path.join(a.out, "pytorch.json"), "w"), indent=1)
+    plot(rows, a.out)
     sys.stdout.write(open(os.path.join(a.out, "pytorch.md")).read())
+
+
+def plot(rows, out):
+    """pytorch.png with gnuplot, when it is there: the cost of each trial, by recovery."""
+    gp = os.path.join(out, "pytorch.gp")
+    with open(gp, "w") as f:
+        f.write("set terminal pngcairo size 800,450 noenhanced\n")
+        f.write(f"set output '{os.path.join(out, 'pytorch.png')}'\n")
+        f.write("set title 'PyTorch MLP on Fashion-MNIST: iteration cost of losing 1/4 of the shards'\n")
+        f.write("set style data histograms\nset style fill solid 0.8 border -1\nset boxwidth 0.9\n")
+        f.write("set ylabel 'iteration cost'\nset xlabel 'trial (failure after iteration T)'\n")
+        f.write("set yrange [0:*]\nset offsets 0, 0, graph 0.1, 0\nset key top left\n")
+        f.write("plot '-' using 2:xtic(1) title 'traditional (rollback)', '' using 2:xtic(1) title 'SCAR (partial recovery)'\n")
+        for kind in ("traditional", "scar"):
+            for t, T, c in rows:
+                f.write(f"\"{t} (T={T})\" {c[kind]['cost_interp']}\n")
+            f.write("e\n")
+    try:
+        subprocess.run(["gnuplot", gp], check=True, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError):
+        pass
 
 
 if __name__ == "__main__":
