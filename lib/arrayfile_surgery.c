@@ -170,8 +170,8 @@ int scar_array_lose_rows(const char *in, const char *donor, const char *tensor,
 				goto out;
 			}
 		}
-		if (!nrows)
-			continue;
+		if (!nrows || !bytes)
+			continue;	/* no row, or rows of no byte: nothing to replace */
 		rb = bytes / nrows;
 		for (uint64_t r = 0; r < nrows; r++) {
 			if (!lost[scar_shard_of_row(r, shards)])

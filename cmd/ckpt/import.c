@@ -311,7 +311,7 @@ static int take_metadata(struct scar_state *st, const json_t *meta, const char *
 	if (it && !(given & 2)) {
 		errno = 0;
 		v = strtoull(it, &end, 10);
-		if (!*it || *end || errno || *it == '-' || v > INT64_MAX) {
+		if (*it < '0' || *it > '9' || *end || errno || v > INT64_MAX) {
 			cli_warn("'%s': __metadata__ scar.iteration '%s' is not an iteration", path, it);
 			return -1;
 		}
@@ -320,7 +320,7 @@ static int take_metadata(struct scar_state *st, const json_t *meta, const char *
 	if (sh && !(given & 4)) {
 		errno = 0;
 		v = strtoull(sh, &end, 10);
-		if (!*sh || *end || errno || *sh == '-' || v < 1 || v > SCAR_MAX_SHARDS) {
+		if (*sh < '0' || *sh > '9' || *end || errno || v < 1 || v > SCAR_MAX_SHARDS) {
 			cli_warn("'%s': __metadata__ scar.shards '%s' is not a shard count", path, sh);
 			return -1;
 		}
