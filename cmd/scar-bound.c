@@ -581,6 +581,26 @@ static json_t *auto_json(const struct scar_bound_check *ck)
 	return a;
 }
 
+/*
+ * The REFERENCE and PERTURBED operands of check and cost, read, the
+ * reference checked as scar-train --reference checks it (check_pair).
+ */
+static void read_pair(const char *cmd, int argc, char **argv, const char **rp, const char **pp,
+		      struct scar_events **ref, struct scar_events **pert)
+{
+	if (argc - optind < 2)
+		cli_usage_error("%s needs REFERENCE and PERTURBED streams", cmd);
+	if (argc - optind > 2)
+		cli_usage_error("unexpected operand '%s'", argv[optind + 2]);
+	*rp = argv[optind];
+	*pp = argv[optind + 1];
+	if (cli_is_stdio(*rp) && cli_is_stdio(*pp))
+		cli_usage_error("only one of REFERENCE and PERTURBED can be '-'");
+	*ref = read_stream(*rp);
+	*pert = read_stream(*pp);
+	check_pair(*ref, cli_is_stdio(*rp) ? "-" : *rp, *pert, cli_is_stdio(*pp) ? "-" : *pp);
+}
+
 /* cost: the iteration cost alone, for streams of any trainer (no fit, no bound). */
 static int cmd_cost(int argc, char **argv)
 {
@@ -599,17 +619,7 @@ static int cmd_cost(int argc, char **argv)
 		case OPT_WINDOW: window = (size_t)cli_parse_u64("--window", optarg, 1, 1000000); break;
 		}
 	}
-	if (argc - optind < 2)
-		cli_usage_error("cost needs REFERENCE and PERTURBED streams");
-	if (argc - optind > 2)
-		cli_usage_error("unexpected operand '%s'", argv[optind + 2]);
-	rp = argv[optind];
-	pp = argv[optind + 1];
-	if (cli_is_stdio(rp) && cli_is_stdio(pp))
-		cli_usage_error("only one of REFERENCE and PERTURBED can be '-'");
-	ref = read_stream(rp);
-	pert = read_stream(pp);
-	check_pair(ref, cli_is_stdio(rp) ? "-" : rp, pert, cli_is_stdio(pp) ? "-" : pp);
+	read_pair("cost", argc, argv, &rp, &pp, &ref, &pert);
 	scar_error_clear(&err);
 	if (scar_bound_cost_events(ref, rp, pert, pp, target, window, &cost, &err))
 		cli_die_error(&err);
@@ -679,17 +689,7 @@ static int cmd_check(int argc, char **argv)
 		default: fit_options(opt, &co.fit); break;
 		}
 	}
-	if (argc - optind < 2)
-		cli_usage_error("check needs REFERENCE and PERTURBED streams");
-	if (argc - optind > 2)
-		cli_usage_error("unexpected operand '%s'", argv[optind + 2]);
-	rp = argv[optind];
-	pp = argv[optind + 1];
-	if (cli_is_stdio(rp) && cli_is_stdio(pp))
-		cli_usage_error("only one of REFERENCE and PERTURBED can be '-'");
-	ref = read_stream(rp);
-	pert = read_stream(pp);
-	check_pair(ref, cli_is_stdio(rp) ? "-" : rp, pert, cli_is_stdio(pp) ? "-" : pp);
+	read_pair("check", argc, argv, &rp, &pp, &ref, &pert);
 	co.extra = extra.v;
 	co.nextra = extra.n;
 	scar_error_clear(&err);

@@ -236,27 +236,46 @@ static int write_report(json_t *j, const char *path, int done)
 	return regular;
 }
 
-/*
- * Whether path is a safetensors or .npy file, by its first bytes; only a
- * regular file (a FIFO's bytes would be consumed), and only asked once the
- * checkpoint reader found no checkpoint there, so a checkpoint is read as
- * it always was.
- */
-static int is_snapshot(const char *path)
-{
-	unsigned char head[16];
-	struct stat sb;
-	ssize_t n;
-	int fd;
 
-	if (cli_is_stdio(path) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
-		return 0;
-	fd = scar_open_input(path, 0, NULL);
-	if (fd < 0)
-		return 0;
-	n = scar_read_upto(fd, head, sizeof(head));
-	close(fd);
-	return n > 0 && scar_array_sniff(head, (size_t)n) != 0;
+/*
+ * The shards a lose perturbation loses, of S (calloc'd flags): the listed
+ * ones, or a count or fraction of them drawn from rng. One choice for
+ * checkpoints and snapshots alike.
+ */
+static uint8_t *pick_lost(struct args *a, uint32_t S, struct scar_rng *rng)
+{
+	struct scar_error err;
+	uint8_t *lost = calloc(S, 1);
+
+	if (!lost)
+		cli_die("out of memory");
+	scar_error_clear(&err);
+	if (a->have_lose_list) {
+		uint32_t *v = malloc(S * sizeof(*v));
+		size_t n;
+
+		if (!v)
+			cli_die("out of memory");
+		n = cli_shard_list_expand("--lose-shards", &a->lose_list, S, v, S);
+		for (size_t i = 0; i < n; i++)
+			lost[v[i]] = 1;
+		free(v);
+		cli_shard_list_free(&a->lose_list);
+		return lost;
+	}
+	{
+		uint64_t n = a->lose_count;
+
+		if (!n) {
+			n = (uint64_t)llround(a->lose_fraction * S);
+			n = n < 1 ? 1 : n;
+		}
+		if (scar_shards_check(NULL, 0, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, S, &err) < 0)
+			cli_usage_error("option '%s': %s", a->kind_opt, err.msg);
+		if (scar_perturb_pick_shards(S, (uint32_t)n, rng, lost, &err) < 0)
+			cli_die_error(&err);
+	}
+	return lost;
 }
 
 /*
@@ -319,11 +338,9 @@ out:
 static void view_donor(const char *dir, const char *in, char **tmp)
 {
 	char path[4096];
-	unsigned char head[16];
 	struct scar_state *view = NULL;
 	struct scar_error err;
 	const char *t = getenv("TMPDIR");
-	ssize_t n = 0;
 	int fd, npy;
 
 	scar_error_clear(&err);
@@ -334,11 +351,7 @@ static void view_donor(const char *dir, const char *in, char **tmp)
 			"scar-ckpt apply and export it", dir);
 	if (scar_ckpt_load(path, &view, &err) < 0)
 		cli_die_error(&err);
-	if ((fd = scar_open_input(in, 0, &err)) >= 0) {
-		n = scar_read_upto(fd, head, sizeof(head));
-		close(fd);
-	}
-	npy = n > 0 && scar_array_sniff(head, (size_t)n) == SCAR_ARRAY_NPY;
+	npy = scar_array_sniff_file(in) == SCAR_ARRAY_NPY;
 	snprintf(path, sizeof(path), "%s/scar-view", t && *t ? t : "/tmp");
 	if ((fd = scar_tmp_create(path, tmp, &err)) < 0)
 		cli_die_error(&err);
@@ -399,35 +412,12 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		view_donor(donor, in, &tmp);
 		donor = tmp;
 	}
-	lost = calloc(S, 1);
 	ls = json_array();
-	if (!lost || !ls)
+	if (!ls)
 		cli_die("out of memory");
 	scar_error_clear(&err);
-	if (a->have_lose_list) {
-		uint32_t *v = malloc(S * sizeof(*v));
-		size_t n;
-
-		if (!v)
-			cli_die("out of memory");
-		n = cli_shard_list_expand("--lose-shards", &a->lose_list, S, v, S);
-		for (size_t i = 0; i < n; i++)
-			lost[v[i]] = 1;
-		free(v);
-		cli_shard_list_free(&a->lose_list);
-	} else {
-		uint64_t n = a->lose_count;
-
-		if (!n) {
-			n = (uint64_t)llround(a->lose_fraction * S);
-			n = n < 1 ? 1 : n;
-		}
-		if (scar_shards_check(NULL, 0, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, S, &err) < 0)
-			cli_usage_error("option '%s': %s", a->kind_opt, err.msg);
-		scar_rng_seed(&rng, a->seed);
-		if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
-			cli_die_error(&err);
-	}
+	scar_rng_seed(&rng, a->seed);
+	lost = pick_lost(a, S, &rng);
 	/* before the write: OUT may be IN */
 	delta = snapshot_delta(in, donor, a->sel.tensor, lost, S, &norm_a);
 	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err)) {
@@ -589,7 +579,8 @@ int main(int argc, char **argv)
 
 	scar_error_clear(&err);
 	if (scar_ckpt_load(in, &st, &err) < 0) {
-		if (err.code == SCAR_EFORMAT && is_snapshot(in))
+		/* a snapshot, asked once the checkpoint reader found none: a checkpoint is read as always */
+		if (err.code == SCAR_EFORMAT && scar_array_sniff_file(in))
 			return inject_snapshot(&a, in, out);
 		cli_die_error(&err);
 	}
@@ -614,33 +605,9 @@ int main(int argc, char **argv)
 		enum scar_reset how = SCAR_RESET_ZERO;
 		json_t *ls = json_array();
 
-		lost = calloc(S, 1);
-		if (!lost || !ls)
+		if (!ls)
 			cli_die("out of memory");
-		if (a.have_lose_list) {
-			uint32_t *v = malloc(S * sizeof(*v));
-			size_t n;
-
-			if (!v)
-				cli_die("out of memory");
-			n = cli_shard_list_expand("--lose-shards", &a.lose_list, S, v, S);
-			for (size_t i = 0; i < n; i++)
-				lost[v[i]] = 1;
-			free(v);
-			cli_shard_list_free(&a.lose_list);
-		} else {
-			uint64_t n = a.lose_count;
-
-			if (!n) {
-				n = (uint64_t)llround(a.lose_fraction * S);
-				n = n < 1 ? 1 : n;
-			}
-			if (scar_shards_check(NULL, 0, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, S,
-					      &err) < 0)
-				cli_usage_error("option '%s': %s", a.kind_opt, err.msg);
-			if (scar_perturb_pick_shards(S, (uint32_t)n, &rng, lost, &err) < 0)
-				cli_die_error(&err);
-		}
+		lost = pick_lost(&a, S, &rng);
 		if (strcmp(reset, "random") == 0) {
 			how = SCAR_RESET_RANDOM;
 		} else if (strcmp(reset, "init") == 0) {

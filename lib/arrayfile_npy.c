@@ -95,6 +95,21 @@ int scar_array_sniff(const void *head, size_t n)
 	return 0;
 }
 
+int scar_array_sniff_file(const char *path)
+{
+	unsigned char head[16];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (!path || !strcmp(path, "-") || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    (fd = scar_open_input(path, 0, NULL)) < 0)
+		return 0;
+	n = scar_read_upto(fd, head, sizeof(head));
+	close(fd);
+	return n > 0 ? scar_array_sniff(head, (size_t)n) : 0;
+}
+
 /* A tiny reader of the Python dict literal in a .npy header. */
 struct pylit {
 	const char *p, *end;

@@ -186,14 +186,8 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 	}
 
 	/* The checkpoint: the schedule in extra, as scar-train writes it. */
-	if (json_object_set_new(st->extra, "clock", json_integer((json_int_t)k)) ||
-	    json_object_set_new(st->extra, "schedule",
-				json_pack("{s:s, s:I, s:f, s:I}", "policy", scar_policy_name(o->policy),
-					  "interval", (json_int_t)o->interval, "fraction", o->fraction,
-					  "fail_seed", (json_int_t)o->fail_seed))) {
-		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	if ((rc = scar_train_schedule_extra(st->extra, k, o, err)))
 		goto out;
-	}
 	vt = calloc(st->ntensors + 1, sizeof(*vt));
 	vp = calloc(st->ntensors + 1, sizeof(*vp));
 	if (!vt || !vp) {

@@ -169,6 +169,9 @@ double scar_train_now(void);
 int scar_train_emit(struct scar_train_ctx *c, json_t *rec);
 /* Record the clock and the checkpoint schedule in s->extra, for an exact resume. */
 int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s);
+/* What set_clock writes: extra's "clock" and "schedule" (also for scar-ckpt save's files). */
+int scar_train_schedule_extra(json_t *extra, uint64_t clock, const struct scar_train_opts *o,
+			      struct scar_error *err);
 /* The options' ranges and the model (def NULL: unknown model). */
 int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_model_def *def,
 			  struct scar_error *err);

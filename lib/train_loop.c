@@ -84,19 +84,23 @@ static int push_obj(struct scar_train_ctx *c, double v)
 	return 0;
 }
 
-int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s)
+int scar_train_schedule_extra(json_t *extra, uint64_t clock, const struct scar_train_opts *o,
+			      struct scar_error *err)
 {
-	const struct scar_train_opts *o = c->o;
-
 	/* The clock first: a state resumed from an older file then keeps its order of keys. */
-	if (json_object_set_new(s->extra, "clock", json_integer((json_int_t)c->clock)) ||
-	    json_object_set_new(s->extra, "schedule",
+	if (json_object_set_new(extra, "clock", json_integer((json_int_t)clock)) ||
+	    json_object_set_new(extra, "schedule",
 				json_pack("{s:s, s:I, s:f, s:I}", "policy", scar_policy_name(o->policy),
 					  "interval", (json_int_t)o->interval,
 					  "fraction", o->fraction,
 					  "fail_seed", (json_int_t)o->fail_seed)))
-		return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	return 0;
+}
+
+int scar_train_set_clock(struct scar_train_ctx *c, struct scar_state *s)
+{
+	return scar_train_schedule_extra(s->extra, c->clock, c->o, c->err);
 }
 
 /* ---- setting up ---- */

@@ -11,23 +11,12 @@
 /* The snapshot: a scar checkpoint, or a safetensors or .npy file (param tensors, shards S). */
 static struct scar_state *load_snapshot(const char *path, uint64_t shards, int *is_array)
 {
-	unsigned char head[16];
 	struct scar_state *st = NULL;
 	struct scar_error e;
-	ssize_t n = 0;
-	int fd;
-
-	struct stat sb;
 
 	scar_error_clear(&e);
 	*is_array = 0;
-	/* a regular file only: the bytes of a FIFO would be consumed */
-	if (!cli_is_stdio(path) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    (fd = scar_open_input(path, 0, NULL)) >= 0) {
-		n = scar_read_upto(fd, head, sizeof(head));
-		close(fd);
-	}
-	if (n > 0 && scar_array_sniff(head, (size_t)n)) {
+	if (scar_array_sniff_file(path)) {
 		*is_array = 1;
 		if (!shards)
 			cli_usage_error("'%s' is a snapshot, which has no shard count: give --shards S "

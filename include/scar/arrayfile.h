@@ -72,6 +72,11 @@ struct scar_arrayfile;	/* opaque */
  * answer).
  */
 int scar_array_sniff(const void *head, size_t n);
+/*
+ * The same for the file at path, when it is a regular file (a FIFO's or
+ * stdin's bytes would be consumed): its format, or 0.
+ */
+int scar_array_sniff_file(const char *path);
 
 /*
  * Open an array file and parse its header. A seekable file is read on
