@@ -245,35 +245,38 @@ static int write_report(json_t *j, const char *path, int done)
 static uint8_t *pick_lost(struct args *a, uint32_t S, struct scar_rng *rng)
 {
 	struct scar_error err;
-	uint8_t *lost = calloc(S, 1);
+	uint64_t n = a->lose_count;
+	uint8_t *lost;
 
-	if (!lost)
-		cli_die("out of memory");
 	scar_error_clear(&err);
-	if (a->have_lose_list) {
-		uint32_t *v = malloc(S * sizeof(*v));
-		size_t n;
-
-		if (!v)
-			cli_die("out of memory");
-		n = cli_shard_list_expand("--lose-shards", &a->lose_list, S, v, S);
-		for (size_t i = 0; i < n; i++)
-			lost[v[i]] = 1;
-		free(v);
-		cli_shard_list_free(&a->lose_list);
-		return lost;
-	}
-	{
-		uint64_t n = a->lose_count;
-
+	/* usage errors first, before anything is allocated */
+	if (!a->have_lose_list) {
 		if (!n) {
 			n = (uint64_t)llround(a->lose_fraction * S);
 			n = n < 1 ? 1 : n;
 		}
 		if (scar_shards_check(NULL, 0, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n, S, &err) < 0)
 			cli_usage_error("option '%s': %s", a->kind_opt, err.msg);
-		if (scar_perturb_pick_shards(S, (uint32_t)n, rng, lost, &err) < 0)
-			cli_die_error(&err);
+	}
+	if (a->have_lose_list) {
+		uint32_t *v = malloc(S * sizeof(*v));
+		size_t k;
+
+		if (!v)
+			cli_die("out of memory");
+		k = cli_shard_list_expand("--lose-shards", &a->lose_list, S, v, S);
+		if (!(lost = calloc(S, 1)))
+			cli_die("out of memory");
+		for (size_t i = 0; i < k; i++)
+			lost[v[i]] = 1;
+		free(v);
+		cli_shard_list_free(&a->lose_list);
+		return lost;
+	}
+	if (!(lost = calloc(S, 1)))
+		cli_die("out of memory");
+	if (scar_perturb_pick_shards(S, (uint32_t)n, rng, lost, &err) < 0) {
+		cli_die_error(&err);
 	}
 	return lost;
 }
