@@ -27,9 +27,9 @@ SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover
 OPT      := -O1 -g
 endif
 CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(SANFLAGS) \
+ALL_CFLAGS = -std=c11 -pthread -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) $(SANFLAGS) \
 	-Iinclude -DSCAR_VERSION='"$(VERSION)"' $(CFLAGS)
-LDLIBS   := -ljansson -llz4 -lz -lm
+LDLIBS   := -ljansson -llz4 -lz -lm -pthread
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
@@ -104,7 +104,7 @@ PC_SANLIBS := $(if $(SANITIZE), -fsanitize=$(SANITIZE))
 SCAR_PC = printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 	  'Name: scar' 'Description: fault tolerance for iterative-convergent machine learning' \
 	  'Version: $(VERSION)' 'Requires: jansson liblz4 zlib' \
-	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar -lm$(PC_SANLIBS)'
+	  'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lscar -lm -pthread$(PC_SANLIBS)'
 
 scar.pc: Makefile sanitize.stamp
 	$(SCAR_PC) > $@

@@ -16,6 +16,7 @@
 #include "scar/events.h"
 #include "scar/file.h"
 #include "scar/model.h"
+#include "scar/store.h"
 #include "scar/train.h"
 
 /* Training diverged (scar-train(1) EXIT STATUS): not a usage error, not a "no". */
@@ -46,6 +47,8 @@ static const char usage_text[] =
 "      --checkpoint-dir D  write checkpoints into D (default: an in-memory store)\n"
 "      --no-compress       store checkpoint sections uncompressed\n"
 "      --no-sync           do not fsync checkpoint files\n"
+"      --async[=N]         write checkpoints in the background, at most N in flight\n"
+"                          (default 1); the loop waits only for a free slot\n"
 "Failures and recovery:\n"
 "      --fail-at LIST      fail after these iterations (comma-separated)\n"
 "      --fail-prob P       fail after each iteration with probability P\n"
@@ -70,7 +73,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_DATA = 256, OPT_SEED, OPT_SET, OPT_CONFIG, OPT_SHARDS, OPT_HELDOUT, OPT_LIST,
-	OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_CKPTDIR, OPT_NOCOMPRESS, OPT_NOSYNC,
+	OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_CKPTDIR, OPT_NOCOMPRESS, OPT_NOSYNC, OPT_ASYNC,
 	OPT_FAILAT, OPT_FAILPROB, OPT_LOSESHARDS, OPT_LOSECOUNT, OPT_LOSEFRAC, OPT_FAILSEED,
 	OPT_RECOVERY, OPT_COST, OPT_REFERENCE, OPT_WINDOW, OPT_CAP, OPT_RESUME, OPT_SAVE,
 	OPT_EVENTS, OPT_NOTIMING,
@@ -99,6 +102,7 @@ static const struct option long_options[] = {
 	{ "model", required_argument, NULL, 'm' },
 	{ "no-compress", no_argument, NULL, OPT_NOCOMPRESS },
 	{ "no-sync", no_argument, NULL, OPT_NOSYNC },
+	{ "async", optional_argument, NULL, OPT_ASYNC },
 	{ "no-timing", no_argument, NULL, OPT_NOTIMING },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -316,6 +320,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOCOMPRESS: o.ckpt_compress = 0; break;
 		case OPT_NOSYNC: o.ckpt_sync = 0; break;
+		case OPT_ASYNC:
+			o.ckpt_in_flight = optarg ? (unsigned)cli_parse_u64("--async", optarg, 1,
+									    SCAR_STORE_ASYNC_MAX) : 1;
+			break;
 		case OPT_FAILAT:
 			o.nfail_at = cli_parse_u64_list("--fail-at", optarg, o.fail_at, SCAR_TRAIN_MAX_FAILS,
 							 1, 100000000);

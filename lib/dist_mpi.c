@@ -498,6 +498,12 @@ int scar_dist_train_run(const struct scar_train_opts *o, struct scar_train_resul
 		memset(res, 0, sizeof(*res));
 		return scar_error_set(err, SCAR_EUNSUPPORTED, "MPI is not running");
 	}
+	/* The manifest is an agreement of every rank: not made from a writer thread yet. */
+	if (o->ckpt_in_flight && o->ckpt_dir) {
+		memset(res, 0, sizeof(*res));
+		return scar_error_set(err, SCAR_EUNSUPPORTED,
+				      "--async is not supported under MPI yet (scar-mpi(7))");
+	}
 	/* One writer per directory: rank 0 locks it for the run, every rank hears the outcome. */
 	if (o->ckpt_dir) {
 		scar_error_clear(&e);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -128,8 +129,14 @@ int scar_write_all(int fd, const void *buf, size_t len, const char *name,
  */
 #define TMP_SLOTS 4
 static char tmp_path[TMP_SLOTS][PATH_MAX];
-static volatile sig_atomic_t tmp_used[TMP_SLOTS];
+/*
+ * 0 free, 2 being filled, 1 in use. Lock-free atomics, so that a writer
+ * thread (scar-train --async) and the main thread claim slots safely and
+ * the handler, on whichever thread, reads them safely.
+ */
+static atomic_int tmp_used[TMP_SLOTS];
 static pid_t tmp_pid[TMP_SLOTS];
+static pthread_once_t tmp_once = PTHREAD_ONCE_INIT;
 static const int tmp_signals[] = { SIGINT, SIGTERM, SIGHUP };
 
 static void tmp_remove_all(void)
@@ -137,7 +144,7 @@ static void tmp_remove_all(void)
 	pid_t me = getpid();
 
 	for (int i = 0; i < TMP_SLOTS; i++)
-		if (tmp_used[i] && tmp_pid[i] == me)
+		if (atomic_load(&tmp_used[i]) == 1 && tmp_pid[i] == me)
 			unlink(tmp_path[i]);
 }
 
@@ -158,39 +165,40 @@ static void tmp_on_signal(int sig)
 	errno = e;
 }
 
+static void tmp_install(void)
+{
+	atexit(tmp_remove_all);
+	for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++) {
+		struct sigaction old, sa;
+
+		/* A program that handles or ignores the signal keeps its way. */
+		if (sigaction(tmp_signals[k], NULL, &old) < 0 ||
+		    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = tmp_on_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t j = 0; j < sizeof(tmp_signals) / sizeof(tmp_signals[0]); j++)
+			sigaddset(&sa.sa_mask, tmp_signals[j]);
+		sigaction(tmp_signals[k], &sa, NULL);
+	}
+}
+
 /* Register tmp for removal on a signal; the slot, or -1 when all are taken. */
 static int tmp_register(const char *tmp)
 {
-	static int installed;
-
-	if (!installed) {
-		installed = 1;
-		atexit(tmp_remove_all);
-		for (size_t k = 0; k < sizeof(tmp_signals) / sizeof(tmp_signals[0]); k++) {
-			struct sigaction old, sa;
-
-			/* A program that handles or ignores the signal keeps its way. */
-			if (sigaction(tmp_signals[k], NULL, &old) < 0 ||
-			    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-				continue;
-			memset(&sa, 0, sizeof(sa));
-			sa.sa_handler = tmp_on_signal;
-			sigemptyset(&sa.sa_mask);
-			for (size_t j = 0; j < sizeof(tmp_signals) / sizeof(tmp_signals[0]); j++)
-				sigaddset(&sa.sa_mask, tmp_signals[j]);
-			sigaction(tmp_signals[k], &sa, NULL);
-		}
-	}
+	pthread_once(&tmp_once, tmp_install);
 	if (strlen(tmp) >= PATH_MAX)
 		return -1;
 	for (int i = 0; i < TMP_SLOTS; i++) {
-		if (tmp_used[i])
+		int expect = 0;
+
+		if (!atomic_compare_exchange_strong(&tmp_used[i], &expect, 2))
 			continue;
 		strcpy(tmp_path[i], tmp);
 		tmp_pid[i] = getpid();
-		/* The name is in place before the handler may look at it. */
-		atomic_signal_fence(memory_order_seq_cst);
-		tmp_used[i] = 1;
+		/* The name is in place before the handler may look at it (seq_cst store). */
+		atomic_store(&tmp_used[i], 1);
 		return i;
 	}
 	return -1;
@@ -272,8 +280,8 @@ void scar_tmp_done(char *tmp, int remove)
 	if (remove)
 		unlink(tmp);
 	for (int i = 0; i < TMP_SLOTS; i++)
-		if (tmp_used[i] && strcmp(tmp_path[i], tmp) == 0) {
-			tmp_used[i] = 0;
+		if (atomic_load(&tmp_used[i]) == 1 && strcmp(tmp_path[i], tmp) == 0) {
+			atomic_store(&tmp_used[i], 0);
 			break;
 		}
 	free(tmp);

@@ -120,7 +120,9 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 typedef int32_t v8iu __attribute__((vector_size(32), aligned(4)));
 typedef uint32_t v8u __attribute__((vector_size(32)));
 
-#if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+/* Not under TSan: its runtime is not up when the loader runs the ifunc resolver. */
+#if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute) && \
+	!defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define KERNEL __attribute__((target_clones("avx2", "default")))
 #endif

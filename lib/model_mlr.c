@@ -428,7 +428,9 @@ static inline float hsum(const v8f *pv)
  * ISO C mode keeps the compiler from fusing multiply-adds, so the result is
  * bit-identical whichever runs.
  */
-#if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute)
+/* Not under TSan: its runtime is not up when the loader runs the ifunc resolver. */
+#if !defined(KERNEL) && defined(__x86_64__) && defined(__GNUC__) && defined(__has_attribute) && \
+	!defined(__SANITIZE_THREAD__)
 #if __has_attribute(target_clones)
 #define KERNEL __attribute__((target_clones("avx2", "default")))
 #endif

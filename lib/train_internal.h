@@ -87,6 +87,18 @@ struct scar_train_ops {
 	int (*sync)(struct scar_train_ctx *c);
 	/* Every rank's outcome rc of a phase made one, the same on all; NULL: rc. */
 	int (*agree)(struct scar_train_ctx *c, int rc);
+	/*
+	 * Background checkpoints (--async; NULL: none): emit the events of
+	 * those that became durable, waiting for all of them when wait.
+	 */
+	int (*collect)(struct scar_train_ctx *c, int wait);
+	/*
+	 * Around a failure's recovery: reverted 1 takes the rows of the
+	 * checkpoints still in flight out of the saved view (and their full
+	 * base, their ages), so that recovery sees only durable checkpoints,
+	 * returning how many were in flight; reverted 0 puts them back.
+	 */
+	unsigned (*durable_view)(struct scar_train_ctx *c, int reverted);
 };
 
 /*
@@ -137,6 +149,10 @@ struct scar_train_ctx {
 	 */
 	uint64_t **ages;
 	size_t nages;
+	/* --async: the writer and the checkpoints in flight, oldest first (train_local.c). */
+	struct scar_store_async *writer;
+	struct scar_train_inflight *inflight;
+	unsigned ninflight;
 };
 
 /*
@@ -232,6 +248,16 @@ int scar_train_auto_choose(struct scar_train_ctx *c, const uint8_t *lost, uint64
 json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_t rows,
 				     uint64_t bytes, uint64_t file_bytes, double secs,
 				     double sel_secs);
+/*
+ * The same for a checkpoint taken at clock and state_iter and written in
+ * the background in bg_secs; the ages are the caller's to mark.
+ */
+json_t *scar_train_checkpoint_event(struct scar_train_ctx *c, int full, uint64_t clock,
+				    uint64_t state_iter, uint64_t rows, uint64_t bytes,
+				    uint64_t file_bytes, double secs, double sel_secs,
+				    double bg_secs);
+/* scar_train_select_rows without marking the ages. */
+int scar_train_pick_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp);
 /*
  * The run from the header up to the loop: the header, the saved view
  * (rebuilt from c->o->ckpt_dir after a resume), the first iteration record

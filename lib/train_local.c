@@ -4,6 +4,7 @@
  * reference run of --cost (see scar/train.h; the semantics are in
  * scar-train(1)). The MPI trainer is dist_mpi.c.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -126,6 +127,291 @@ out:
 	return rc;
 }
 
+/* ---- checkpoints in the background (--async) ---- */
+
+/*
+ * A checkpoint submitted to the writer and not yet collected. The saved
+ * view, the ages and the full base took its rows at once (the next
+ * checkpoint's selection sees them, as in the synchronous mode); what they
+ * held before is kept here, so that a failure while it is in flight can
+ * recover from the durable checkpoints only (durable_view).
+ */
+struct scar_train_inflight {
+	struct scar_state *snap;	/* what the writer writes (owned, the full base when full) */
+	struct scar_state *prev_full;	/* full: the base it replaced, freed once durable */
+	int full;
+	size_t ntensors;		/* of the state, the length of old_rows and old_ages */
+	uint64_t clock, state_iter, rows, bytes;
+	double secs, sel_secs;
+	/* per tensor of the state: the saved rows and ages it replaced, packed in row order */
+	unsigned char **old_rows;
+	uint64_t **old_ages;
+};
+
+/* A full snapshot is the base (last_full, or a later full's prev_full): not freed here. */
+static void inflight_free(struct scar_train_inflight *f)
+{
+	for (size_t i = 0; f->old_rows && i < f->ntensors; i++)
+		free(f->old_rows[i]);
+	for (size_t i = 0; f->old_ages && i < f->ntensors; i++)
+		free(f->old_ages[i]);
+	free(f->old_rows);
+	free(f->old_ages);
+	scar_state_free(f->prev_full);
+	if (!f->full)
+		scar_state_free(f->snap);
+	memset(f, 0, sizeof(*f));
+}
+
+static void swap_bytes(unsigned char *a, unsigned char *b, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		unsigned char x = a[k];
+
+		a[k] = b[k];
+		b[k] = x;
+	}
+}
+
+/*
+ * Exchange f's rows in the saved view (and their ages, and the full base)
+ * with those f keeps: done twice, nothing changed. The rows are the
+ * snapshot's present ones (all of them when full).
+ */
+static void inflight_swap(struct scar_train_ctx *t, struct scar_train_inflight *f)
+{
+	for (size_t i = 0; i < t->saved->ntensors; i++) {
+		struct scar_tensor *sv = t->saved->tensors[i];
+		const struct scar_tensor *sn;
+		size_t rb = scar_tensor_row_bytes(sv), k = 0;
+		uint64_t *ages = t->ages && i < t->nages ? t->ages[i] : NULL;
+
+		if (!f->old_rows[i])
+			continue;
+		sn = scar_state_find(f->snap, sv->name);
+		for (uint64_t r = 0; r < scar_tensor_rows(sv); r++) {
+			if (sn && sn->present && !sn->present[r])
+				continue;
+			swap_bytes(scar_tensor_row(sv, r), f->old_rows[i] + k * rb, rb);
+			if (ages && f->old_ages[i]) {
+				uint64_t a0 = ages[2 * r], a1 = ages[2 * r + 1];
+
+				ages[2 * r] = f->old_ages[i][2 * k];
+				ages[2 * r + 1] = f->old_ages[i][2 * k + 1];
+				f->old_ages[i][2 * k] = a0;
+				f->old_ages[i][2 * k + 1] = a1;
+			}
+			k++;
+		}
+	}
+	if (f->full) {
+		struct scar_state *x = t->last_full;
+
+		t->last_full = f->prev_full;
+		f->prev_full = x;
+	}
+}
+
+/* Keep the saved rows and ages of tensor i that snapshot tensor sn (present rows) replaces. */
+static int inflight_keep(struct scar_train_ctx *t, struct scar_train_inflight *f, size_t i,
+			 const struct scar_tensor *sn)
+{
+	const struct scar_tensor *sv = t->saved->tensors[i];
+	size_t rb = scar_tensor_row_bytes(sv), k = 0;
+	uint64_t rows = scar_tensor_rows(sv), n = 0;
+	const uint64_t *ages = t->ages && i < t->nages ? t->ages[i] : NULL;
+
+	for (uint64_t r = 0; r < rows; r++)
+		n += !sn->present || sn->present[r];
+	f->old_rows[i] = malloc(n * rb + 1);
+	if (ages)
+		f->old_ages[i] = malloc(2 * n * sizeof(**f->old_ages) + 1);
+	if (!f->old_rows[i] || (ages && !f->old_ages[i]))
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	for (uint64_t r = 0; r < rows; r++) {
+		if (sn->present && !sn->present[r])
+			continue;
+		memcpy(f->old_rows[i] + k * rb, scar_tensor_row(sv, r), rb);
+		if (ages) {
+			f->old_ages[i][2 * k] = ages[2 * r];
+			f->old_ages[i][2 * k + 1] = ages[2 * r + 1];
+		}
+		k++;
+	}
+	return 0;
+}
+
+/*
+ * Emit the events of background checkpoints that are durable, oldest
+ * first, waiting until at most left are in flight.
+ */
+static int collect_until(struct scar_train_ctx *t, unsigned left)
+{
+	struct scar_store_async_result res;
+
+	while (t->ninflight &&
+	       scar_store_async_collect(t->writer, t->ninflight > left, &res)) {
+		struct scar_train_inflight *f = &t->inflight[0];
+		json_t *rec = NULL;
+		int rc = res.rc;
+
+		if (rc)
+			*t->err = res.err;
+		else
+			rec = scar_train_checkpoint_event(t, f->full, f->clock, f->state_iter, f->rows,
+							  f->bytes, res.bytes, f->secs, f->sel_secs,
+							  res.seconds);
+		inflight_free(f);
+		memmove(t->inflight, t->inflight + 1, --t->ninflight * sizeof(*t->inflight));
+		if (rc || (rc = scar_train_emit(t, rec)))
+			return rc;
+	}
+	return 0;
+}
+
+/* Those that are durable now; wait: all of them. */
+static int collect(struct scar_train_ctx *t, int wait)
+{
+	return collect_until(t, wait ? 0 : UINT_MAX);
+}
+
+static unsigned durable_view(struct scar_train_ctx *t, int reverted)
+{
+	if (reverted && collect(t, 0))
+		return t->ninflight;	/* the error comes back at the next collect */
+	/* Newest first out, oldest first back: each swap sees the view it left. */
+	if (reverted)
+		for (unsigned k = t->ninflight; k-- > 0;)
+			inflight_swap(t, &t->inflight[k]);
+	else
+		for (unsigned k = 0; k < t->ninflight; k++)
+			inflight_swap(t, &t->inflight[k]);
+	return t->ninflight;
+}
+
+/*
+ * checkpoint() of --async: the rows go into a snapshot the writer thread
+ * writes, into the saved view at once (kept in the in-flight record), and
+ * the loop goes on; only a full queue makes it wait.
+ */
+static int checkpoint_async(struct scar_train_ctx *t, int full)
+{
+	struct scar_state *st = t->st, *snap = NULL;
+	struct scar_train_inflight *f;
+	struct scar_store_write_opts wo = {
+		.compress = t->o->ckpt_compress, .sync = t->o->ckpt_sync,
+		.clock = t->clock, .rank = 0, .ranks = 1, .comm = NULL,
+	};
+	double t1 = scar_train_now(), ts, sel_secs = 0;
+	uint64_t ncp = st->iteration / scar_train_policy_period(t->o), rows_written = 0, bytes = 0;
+	uint8_t **sel = NULL;
+	int rc;
+
+	/* A free slot: with the queue full, the oldest must become durable first. */
+	if ((rc = collect_until(t, t->o->ckpt_in_flight - 1)))
+		return rc;
+	if ((rc = scar_train_set_clock(t, st)))
+		return rc;
+	sel = calloc(st->ntensors, sizeof(*sel));
+	if (!sel)
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	if (full) {
+		rc = scar_state_clone(&snap, st, t->err);
+	} else {
+		/* The selected rows of the param tensors, the others absent. */
+		struct scar_state view = *st;
+		struct scar_tensor *vt = calloc(st->ntensors, sizeof(*vt));
+		struct scar_tensor **vp = calloc(st->ntensors, sizeof(*vp));
+		size_t nv = 0;
+
+		if (!vt || !vp)
+			rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		for (size_t i = 0; !rc && i < st->ntensors; i++) {
+			struct scar_tensor *x = st->tensors[i];
+			uint64_t rows = scar_tensor_rows(x);
+
+			if (!is_param(x))
+				continue;
+			if (!(sel[i] = malloc(rows ? rows : 1))) {
+				rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+				break;
+			}
+			ts = scar_train_now();
+			rc = scar_train_pick_rows(t, i, sel[i], ncp);
+			sel_secs += scar_train_now() - ts;
+			vt[nv] = *x;
+			vt[nv].present = sel[i];
+			vp[nv] = &vt[nv];
+			nv++;
+		}
+		view.ntensors = nv;
+		view.tensors = vp;
+		memset(&view.index_, 0, sizeof(view.index_));
+		if (!rc)
+			rc = scar_state_clone(&snap, &view, t->err);
+		free(vt);
+		free(vp);
+	}
+	if (rc)
+		goto out;
+	f = &t->inflight[t->ninflight];
+	memset(f, 0, sizeof(*f));
+	f->snap = snap;
+	f->full = full;
+	f->clock = t->clock;
+	f->state_iter = st->iteration;
+	f->ntensors = st->ntensors;
+	f->old_rows = calloc(st->ntensors, sizeof(*f->old_rows));
+	f->old_ages = calloc(st->ntensors, sizeof(*f->old_ages));
+	if (!f->old_rows || !f->old_ages) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* What the view held, then the new rows into it; the ages as select_rows marks them. */
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+		const struct scar_tensor *sn = scar_state_find(snap, x->name);
+		size_t rb = scar_tensor_row_bytes(x);
+
+		if (!is_param(x) || !sn)
+			continue;
+		if ((rc = inflight_keep(t, f, i, sn)) ||
+		    (rc = scar_train_ages_mark(t, i, full ? NULL : sel[i])))
+			goto fail;
+		for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
+			if (!sn->present || sn->present[r]) {
+				memcpy(scar_tensor_row(t->saved->tensors[i], r), scar_tensor_row(x, r), rb);
+				rows_written++;
+				bytes += rb;
+			}
+	}
+	if (full) {
+		f->prev_full = t->last_full;
+		t->last_full = snap;
+	}
+	f->rows = rows_written;
+	f->bytes = bytes;
+	f->sel_secs = sel_secs;
+	f->secs = scar_train_now() - t1;
+	/* The slot was made free above, so the queue has room. */
+	scar_store_async_submit(t->writer, snap, &wo, NULL);
+	t->ninflight++;
+	goto out;
+fail:
+	f->full = 0;	/* snap is not the base yet: freed with the record */
+	inflight_free(f);
+out:
+	for (size_t i = 0; i < st->ntensors; i++)
+		free(sel[i]);
+	free(sel);
+	return rc;
+}
+
+static int checkpoint_any(struct scar_train_ctx *t, int full)
+{
+	return t->writer ? checkpoint_async(t, full) : checkpoint(t, full);
+}
+
 /* ---- the run ---- */
 
 static int step(struct scar_train_ctx *t)
@@ -142,7 +428,9 @@ static int objective(struct scar_train_ctx *t, double *obj)
 static const struct scar_train_ops one_process = {
 	.step = step,
 	.objective = objective,
-	.checkpoint = checkpoint,
+	.checkpoint = checkpoint_any,
+	.collect = collect,
+	.durable_view = durable_view,
 };
 
 static int train_core(const struct scar_train_opts *o, struct scar_train_result *res,
@@ -182,9 +470,25 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 	}
 	if (ref && (rc = scar_train_cost_target(&t, ref, nref, &ci)))
 		goto out;
+	if (o->ckpt_dir && o->ckpt_in_flight) {
+		if (!(t.inflight = calloc(o->ckpt_in_flight, sizeof(*t.inflight)))) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((rc = scar_store_async_open(&t.writer, &t.store, o->ckpt_in_flight, err)))
+			goto out;
+	}
 	if (!(rc = scar_train_begin(&t, config)) && !(rc = scar_train_loop(&t, &ci, &done)))
 		rc = scar_train_finish(&t, &ci, done);
 out:
+	/* An error leaves what is in flight to be written (nothing is lost), unreported. */
+	scar_store_async_close(t.writer);
+	t.writer = NULL;
+	for (unsigned k = 0; k < t.ninflight; k++)
+		inflight_free(&t.inflight[k]);
+	free(t.inflight);
+	t.inflight = NULL;
+	t.ninflight = 0;
 	scar_train_ctx_release(&t, rc, objs, nobjs);
 	free(ref);
 	json_decref(config);

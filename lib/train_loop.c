@@ -481,6 +481,11 @@ static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64
 	return rc;
 }
 
+int scar_train_pick_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
+{
+	return select_rows(c, ti, sel, ncp);
+}
+
 /* The rows a partial checkpoint writes, which become their saved values (ages). */
 int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
 {
@@ -493,9 +498,6 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 				     uint64_t bytes, uint64_t file_bytes, double secs,
 				     double sel_secs)
 {
-	const struct scar_train_opts *o = c->o;
-	json_t *rec;
-
 	/*
 	 * A full checkpoint is every row's saved value (a partial one:
 	 * select_rows). The rewind record was checked after the step, so only
@@ -504,13 +506,27 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 	for (size_t i = 0; full && i < c->st->ntensors; i++)
 		if (scar_train_ages_mark(c, i, NULL))
 			return NULL;
+	return scar_train_checkpoint_event(c, full, c->clock, c->st->iteration, rows, bytes,
+					   file_bytes, secs, sel_secs, -1);
+}
+
+json_t *scar_train_checkpoint_event(struct scar_train_ctx *c, int full, uint64_t clock,
+				    uint64_t state_iter, uint64_t rows, uint64_t bytes,
+				    uint64_t file_bytes, double secs, double sel_secs,
+				    double bg_secs)
+{
+	const struct scar_train_opts *o = c->o;
+	json_t *rec;
+
 	c->res->checkpoints++;
 	c->res->checkpoint_rows += rows;
 	c->res->checkpoint_bytes += file_bytes ? file_bytes : bytes;
 	c->res->checkpoint_seconds += secs;
 	c->res->select_seconds += sel_secs;
+	if (bg_secs >= 0)
+		c->res->background_seconds += bg_secs;
 	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
-			"iter", (json_int_t)c->clock, "state_iter", (json_int_t)c->st->iteration,
+			"iter", (json_int_t)clock, "state_iter", (json_int_t)state_iter,
 			"policy", full && o->policy != SCAR_POLICY_FULL ? "full" :
 				scar_policy_name(o->policy),
 			"kind", full ? "full" : "partial", "rows", (json_int_t)rows,
@@ -520,6 +536,8 @@ json_t *scar_train_checkpoint_record(struct scar_train_ctx *c, int full, uint64_
 	if (rec && o->timing) {
 		json_object_set_new(rec, "seconds", json_real(secs));
 		json_object_set_new(rec, "select_seconds", json_real(sel_secs));
+		if (bg_secs >= 0)
+			json_object_set_new(rec, "background_seconds", json_real(bg_secs));
 	}
 	return rec;
 }
@@ -544,8 +562,15 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	json_t *autoinfo = NULL;
 	json_t *shards = json_array(), *ranks = json_array(), *rec;
 	double d2 = 0, obj;
+	unsigned in_flight = 0;
 	int rc = 0;
 
+	/*
+	 * Recovery reads durable checkpoints only: what is still being
+	 * written in the background is out of the saved view until out.
+	 */
+	if (c->ops->durable_view)
+		in_flight = c->ops->durable_view(c, 1);
 	if (!lost || !rlost || !shards || !ranks) {
 		rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 		goto out;
@@ -585,6 +610,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			"rows_lost", (json_int_t)rows_lost);
 	if (rec && c->dist)
 		json_object_set(rec, "ranks", ranks);
+	if (rec && in_flight)
+		json_object_set_new(rec, "ckpt_in_flight", json_integer((json_int_t)in_flight));
 	if ((rc = scar_train_emit(c, rec)))
 		goto out;
 	/* auto: the choice reads the survivors and the saved view only (lost rows are destroyed). */
@@ -679,6 +706,8 @@ static int fail_and_recover(struct scar_train_ctx *c)
 	}
 	rc = scar_train_emit(c, rec);
 out:
+	if (c->ops->durable_view)
+		c->ops->durable_view(c, 0);
 	json_decref(autoinfo);
 	scar_state_free(pre);
 	json_decref(shards);
@@ -935,6 +964,9 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		if (c->clock <= N && scar_train_fails_at(o, c->clock) &&
 		    (rc = agree(c, fail_and_recover(c))))
 			goto out;
+		/* Background checkpoints that became durable: their events, in order. */
+		if (c->ops->collect && (rc = c->ops->collect(c, 0)))
+			goto out;
 		if (o->progress && c->R == 0)
 			o->progress(c->clock, limit, o->progress_arg);
 		if (o->measure_cost && ci->have && c->clock >= N && c->clock >= c->cost_clock &&
@@ -943,6 +975,9 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		if (!o->measure_cost && c->clock >= N)
 			*done = 1;
 	}
+	/* The run's checkpoints are all durable before its summary. */
+	if (c->ops->collect)
+		rc = c->ops->collect(c, 1);
 out:
 	for (size_t i = 0; prev && i < nprev; i++)
 		free(prev[i]);
@@ -1018,6 +1053,9 @@ int scar_train_finish(struct scar_train_ctx *c, const struct scar_train_cost *ci
 		if (o->timing) {
 			json_object_set_new(rec, "checkpoint_seconds", json_real(res->checkpoint_seconds));
 			json_object_set_new(rec, "select_seconds", json_real(res->select_seconds));
+			if (o->ckpt_in_flight && o->ckpt_dir)
+				json_object_set_new(rec, "background_seconds",
+						    json_real(res->background_seconds));
 			json_object_set_new(rec, "elapsed", json_real(scar_train_now() - c->t0));
 		}
 	}

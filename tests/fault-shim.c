@@ -7,8 +7,9 @@
  *           write (write, pwrite), fsync (fsync, fdatasync), rename
  *           (rename, renameat), close (close, fclose)
  *     WHAT  an errno name (ENOSPC, EIO, EINTR, EACCES, EPIPE, EDQUOT, EROFS,
- *           ENOENT, EMFILE, EBADF, EFBIG, EAGAIN) or "short": read or write
- *           only half of the bytes asked for (at least one)
+ *           ENOENT, EMFILE, EBADF, EFBIG, EAGAIN), "short": read or write
+ *           only half of the bytes asked for (at least one), or "delayMS":
+ *           sleep MS milliseconds, then make the call (a slow disk)
  *     WHEN  N (only the Nth eligible call of that kind, 1-based), N+ (the
  *           Nth and every later one) or * (every one)
  *   SCAR_FAULT_STDIO=1   descriptors 0, 1 and 2 are eligible too (default not)
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { C_OPEN, C_READ, C_WRITE, C_FSYNC, C_RENAME, C_CLOSE, C_N };
@@ -47,6 +49,7 @@ struct rule {
 	int err;		/* errno, or SHORT_FAULT */
 	unsigned long nth;	/* 0 = every call */
 	int onward;		/* N+ */
+	unsigned long delay_ms;	/* "delayMS": no fault, a pause */
 };
 
 static struct rule rules[MAX_RULES];
@@ -104,7 +107,7 @@ static void parse_rules(void)
 	for (tok = strtok_r(buf, ",", &save); tok && nrules < MAX_RULES;
 	     tok = strtok_r(NULL, ",", &save)) {
 		char *c1 = strchr(tok, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		struct rule r = { -1, 0, 0, 0 };
+		struct rule r = { -1, 0, 0, 0, 0 };
 		size_t i;
 
 		if (!c1 || !c2)
@@ -117,6 +120,12 @@ static void parse_rules(void)
 			goto bad;
 		if (strcmp(c1 + 1, "short") == 0) {
 			r.err = SHORT_FAULT;
+		} else if (strncmp(c1 + 1, "delay", 5) == 0) {
+			char *end;
+
+			r.delay_ms = strtoul(c1 + 6, &end, 10);
+			if (*end || r.delay_ms == 0 || r.delay_ms > 60000)
+				goto bad;
 		} else {
 			for (i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 				if (strcmp(c1 + 1, errnos[i].name) == 0)
@@ -222,6 +231,15 @@ static int decide_as(int cls, int fd, const char *path, int retryable)
 		if (r->cls != cls)
 			continue;
 		if (r->nth == 0 || n == r->nth || (r->onward && n > r->nth)) {
+			if (r->delay_ms) {
+				struct timespec ts = { (time_t)(r->delay_ms / 1000),
+						       (long)(r->delay_ms % 1000) * 1000000L };
+
+				log_fault(cls, "delay", n, fd, path);
+				while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+					;
+				return 0;
+			}
 			if (!retryable && (r->err == SHORT_FAULT || r->err == EINTR))
 				return 0;
 			log_fault(cls, err_name(r->err), n, fd, path);

@@ -210,6 +210,47 @@ int scar_store_write(const struct scar_store *s, const struct scar_state *view,
 		     const struct scar_store_write_opts *o, uint64_t *bytes,
 		     struct scar_error *err);
 
+/* ---- the background writer (lib/store_async.c) ---- */
+
+#define SCAR_STORE_ASYNC_MAX 64		/* most checkpoints in flight */
+
+/*
+ * A thread that writes snapshots with scar_store_write (one process: comm
+ * NULL) in the order they are submitted, at most max_in_flight (1 to
+ * SCAR_STORE_ASYNC_MAX) submitted and not yet collected. A checkpoint is
+ * durable once collected with rc 0 (renamed, and fsynced with its
+ * directory when wo.sync).
+ */
+struct scar_store_async;
+
+struct scar_store_async_result {
+	void *tag;		/* as submitted */
+	int rc;			/* scar_store_write's */
+	uint64_t bytes;		/* the file's size */
+	double seconds;		/* the write's time in the background */
+	struct scar_error err;
+};
+
+int scar_store_async_open(struct scar_store_async **a, const struct scar_store *s,
+			  unsigned max_in_flight, struct scar_error *err);
+/*
+ * Queue snap with tag; -1 with nothing queued when max_in_flight are
+ * already in flight: collect first. snap stays the caller's, who must not
+ * change or free it until it is collected (or the writer closed).
+ */
+int scar_store_async_submit(struct scar_store_async *a, struct scar_state *snap,
+			    const struct scar_store_write_opts *wo, void *tag);
+/*
+ * The oldest checkpoint in flight once written: 1 and *res filled, or 0
+ * when none is in flight or (wait 0) the oldest is still being written.
+ */
+int scar_store_async_collect(struct scar_store_async *a, int wait,
+			     struct scar_store_async_result *res);
+/* Submitted and not yet collected. */
+unsigned scar_store_async_in_flight(struct scar_store_async *a);
+/* Write what is queued, stop the thread, free a (NULL: nothing). */
+void scar_store_async_close(struct scar_store_async *a);
+
 #ifdef __cplusplus
 }
 #endif

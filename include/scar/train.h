@@ -110,6 +110,11 @@ struct scar_train_opts {
 	const char *ckpt_dir;		/* NULL = in-memory store only */
 	int ckpt_compress;		/* LZ4 frames in files */
 	int ckpt_sync;			/* fsync files (default 1) */
+	/*
+	 * 0: write each checkpoint before going on. N >= 1: copy it and write
+	 * it in the background, at most N in flight (scar-train --async).
+	 */
+	unsigned ckpt_in_flight;
 
 	/* failures */
 	uint64_t fail_at[SCAR_TRAIN_MAX_FAILS];
@@ -169,6 +174,11 @@ struct scar_train_result {
 	uint64_t checkpoints, checkpoint_rows, checkpoint_bytes;
 	double checkpoint_seconds;	/* all checkpoint work, selection and writes */
 	double select_seconds;		/* of which choosing the rows (priorities, sort) */
+	/*
+	 * --async: checkpoint_seconds is the loop's stall (selection, copy and
+	 * waits for a free slot); this, the writes in the background.
+	 */
+	double background_seconds;
 	struct scar_state *final_state;	/* owned by the caller: scar_state_free() it */
 };
 

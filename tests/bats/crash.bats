@@ -27,10 +27,10 @@ verify_all() {
 	fi
 }
 
-@test "SIGKILL at 50+ moments: every resume succeeds and the result is bit-identical" {
-	# Under valgrind the kill moments would land in its start-up, and a
-	# killed valgrind reports nothing; the other tests here run under it.
-	[ -z "${SCAR_TEST_WRAPPER:-}" ] || skip "SIGKILL timing: not under SCAR_TEST_WRAPPER (make valgrind-check)"
+# kill_chains N: kill runs with CKPT_ARGS at N+ random moments, resuming
+# each time, and check what the test above promises.
+kill_chains() {
+	local want=$1
 	mkdir ref
 	local t0 t1 dur_ms
 	t0=$(date +%s%N)
@@ -43,7 +43,7 @@ verify_all() {
 
 	RANDOM=6	# a deterministic list of delays
 	local kills=0 rounds=0 chains=0 finished=0 resumes=0 stale=0 d="" st delay
-	while [ "$kills" -lt 50 ]; do
+	while [ "$kills" -lt "$want" ]; do
 		rounds=$((rounds + 1))
 		[ "$rounds" -le 400 ] || { echo "only $kills kills in $rounds rounds" >&2; return 1; }
 		if [ -z "$d" ]; then
@@ -108,6 +108,20 @@ verify_all() {
 	[ "$finished" -ge 1 ]
 	# A run removes the temporary files that killed runs left in its directory.
 	[ "$stale" -eq 0 ]
+}
+
+@test "SIGKILL at 50+ moments: every resume succeeds and the result is bit-identical" {
+	# Under valgrind the kill moments would land in its start-up, and a
+	# killed valgrind reports nothing; the other tests here run under it.
+	[ -z "${SCAR_TEST_WRAPPER:-}" ] || skip "SIGKILL timing: not under SCAR_TEST_WRAPPER (make valgrind-check)"
+	kill_chains 50
+}
+
+@test "--async=2: SIGKILL at 30+ moments while checkpoints are written in the background" {
+	[ -z "${SCAR_TEST_WRAPPER:-}" ] || skip "SIGKILL timing: not under SCAR_TEST_WRAPPER (make valgrind-check)"
+	# With fsync on, so that writes stay in flight across several iterations.
+	CKPT_ARGS=(--policy full --interval 1 --no-timing -q --async=2)
+	kill_chains 30
 }
 
 @test "resume skips a damaged newest checkpoint with a warning and takes the previous good one" {

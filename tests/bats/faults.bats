@@ -110,13 +110,14 @@ writer_faults() {
 	writer_faults out.ckpt scar-inject --noise-l2 0.1 --report report.json in.ckpt out.ckpt
 }
 
-@test "scar-train --checkpoint-dir: a fault mid-run leaves only complete checkpoints" {
+# ckpt_dir_faults [OPTION...]: scar-train checkpointing with OPTION under faults.
+ckpt_dir_faults() {
 	local rule fails=0
 	for rule in write:ENOSPC:4 write:EIO:7+ fsync:EIO:3 rename:EIO:5 open:EACCES:6 close:EIO:2; do
 		rm -rf d fault.log
 		mkdir d
 		run -2 --separate-stderr faulty "$rule" ckpt- scar-train -m mlr -n 20 --policy full \
-			--interval 1 --no-timing -q --checkpoint-dir d
+			--interval 1 --no-timing -q --checkpoint-dir d "$@"
 		[ -s fault.log ] || { echo "$rule: never fired" >&2; fails=1; }
 		[[ $stderr == "scar-train: "*"'d/ckpt-"*".ckpt'"* ]] || { echo "$rule: message '$stderr'" >&2; fails=1; }
 		if compgen -G "d/.*" > /dev/null; then
@@ -131,6 +132,15 @@ writer_faults() {
 		fi
 	done
 	return "$fails"
+}
+
+@test "scar-train --checkpoint-dir: a fault mid-run leaves only complete checkpoints" {
+	ckpt_dir_faults
+}
+
+@test "scar-train --async: a fault in the writer thread is reported, exit 2, the older checkpoints intact" {
+	ckpt_dir_faults --async
+	ckpt_dir_faults --async=3
 }
 
 # reader_faults INPUT CMD...: CMD reads INPUT; open and read errors exit 2 with
