@@ -20,6 +20,9 @@
 #                from its saved value, then a sort);
 #   select %     select s against the none run's train s: the issue's
 #                at-most-3% figure for priority;
+#   bg s         with --async (the policies marked +async): the writes'
+#                time in the background thread, off the loop; ckpt s is
+#                then the loop's stall (selection, copy, waiting for a slot);
 #   bytes/iter   checkpoint bytes written (file sizes) per iteration -
 #                deterministic, the same in every run; the policies write
 #                equal rows per iteration by construction, the bytes differ
@@ -60,9 +63,11 @@ model_args() {
 	esac
 }
 
-# One run: prints "train_s ckpt_s select_s bytes iters".
+# One run: prints "train_s ckpt_s select_s bytes iters bg_s". A policy
+# P+async is P with --async (checkpoints written in the background).
 one() {
-	m=$1 policy=$2
+	m=$1 policy=${2%+async} extra=""
+	[ "$policy" = "$2" ] || extra=--async
 	dir=$out/ckpt-$m-$policy
 	rm -rf "$dir"
 	if [ "$policy" = none ]; then
@@ -72,19 +77,19 @@ one() {
 		[ "$policy" = full ] && pa="--policy full --checkpoint-dir $dir"
 	fi
 	# shellcheck disable=SC2086
-	$train -q --shards 8 --interval 8 $(model_args "$m") $pa > "$out/run.jsonl"
+	$train -q --shards 8 --interval 8 $(model_args "$m") $pa $extra > "$out/run.jsonl"
 	rm -rf "$dir"
 	jq -r -s '
 		[.[] | select(.type == "iteration")] as $it
 		| (.[] | select(.type == "summary")) as $s
-		| "\($it[-1].elapsed - $it[0].elapsed) \($s.checkpoint_seconds // 0) \($s.select_seconds // 0) \($s.checkpoint_bytes) \($s.iters)"
+		| "\($it[-1].elapsed - $it[0].elapsed) \($s.checkpoint_seconds // 0) \($s.select_seconds // 0) \($s.checkpoint_bytes) \($s.iters) \($s.background_seconds // 0)"
 	' "$out/run.jsonl"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-policies="none full round-robin random priority"
-printf '%-4s %-12s %9s %9s %9s %9s %9s %9s %12s\n' model policy "train s" overhead "ckpt s" "ckpt %" "select s" "select %" "bytes/iter"
+policies="none full round-robin random priority full+async round-robin+async random+async priority+async"
+printf '%-4s %-18s %9s %9s %9s %9s %9s %9s %9s %12s\n' model policy "train s" overhead "ckpt s" "ckpt %" "select s" "select %" "bg s" "bytes/iter"
 for m in mlr mf lda; do
 	: > "$out/$m.txt"
 	i=1
@@ -100,10 +105,12 @@ for m in mlr mf lda; do
 		ck=$(awk -v p="$p" '$1 == p { print $3 }' "$out/$m.txt" | median)
 		se=$(awk -v p="$p" '$1 == p { print $4 }' "$out/$m.txt" | median)
 		bpi=$(awk -v p="$p" '$1 == p { printf "%.0f\n", $5 / $6 }' "$out/$m.txt" | median)
-		awk -v m="$m" -v p="$p" -v tr="$tr" -v b="$base" -v ck="$ck" -v se="$se" -v bpi="$bpi" 'BEGIN {
-			printf "%-4s %-12s %9.3f %8.1f%% %9.4f %8.2f%% %9.5f %8.3f%% %12d\n",
-			    m, p, tr, 100 * (tr - b) / b, ck, 100 * ck / b, se, 100 * se / b, bpi
+		bg=$(awk -v p="$p" '$1 == p { print $7 }' "$out/$m.txt" | median)
+		awk -v m="$m" -v p="$p" -v tr="$tr" -v b="$base" -v ck="$ck" -v se="$se" -v bpi="$bpi" -v bg="$bg" 'BEGIN {
+			printf "%-4s %-18s %9.3f %8.1f%% %9.4f %8.2f%% %9.5f %8.3f%% %9.4f %12d\n",
+			    m, p, tr, 100 * (tr - b) / b, ck, 100 * ck / b, se, 100 * se / b, bg, bpi
 		}'
 	done
 done
-echo "(medians of $runs runs each, interleaved; wall clock on a shared machine: compare within a model, not across runs)"
+echo "(medians of $runs runs each, interleaved; wall clock on a shared machine: compare within a model, not across runs;"
+echo " with +async, ckpt s is the loop's stall and bg s the writes in the background thread)"
