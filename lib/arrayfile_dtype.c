@@ -16,8 +16,8 @@ static const struct {
 	{ "F32", "f4", NULL, SCAR_F32, 4 }, { "F64", "f8", NULL, SCAR_F64, 8 },
 	{ "I32", "i4", NULL, SCAR_I32, 4 }, { "U32", "u4", NULL, SCAR_U32, 4 },
 	{ "I64", "i8", NULL, SCAR_I64, 8 }, { "U64", "u8", NULL, SCAR_U64, 8 },
-	{ "U8", "u1", NULL, SCAR_U8, 1 }, { "F16", "f2", "f16", SCAR_F32, 2 },
-	{ "BF16", NULL, "bf16", SCAR_F32, 2 }, { "I8", "i1", "i8", SCAR_I32, 1 },
+	{ "U8", "u1", NULL, SCAR_U8, 1 }, { "F16", "f2", NULL, SCAR_F16, 2 },
+	{ "BF16", NULL, NULL, SCAR_BF16, 2 }, { "I8", "i1", "i8", SCAR_I32, 1 },
 	{ "I16", "i2", "i16", SCAR_I32, 2 }, { "U16", "u2", "u16", SCAR_U32, 2 },
 	{ "BOOL", "b1", "bool", SCAR_U8, 1 },
 };

@@ -773,6 +773,8 @@ static const char *npy_descr(enum scar_dtype t)
 	case SCAR_I64: return "<i8";
 	case SCAR_U64: return "<u8";
 	case SCAR_U8: return "|u1";
+	case SCAR_F16: return "<f2";
+	case SCAR_BF16: return NULL;	/* .npy has no bfloat16 */
 	}
 	return NULL;
 }
@@ -790,6 +792,10 @@ int scar_npy_write_fd(int fd, const char *name, const struct scar_tensor *t, int
 	int n, rc;
 	const char *descr = npy_descr(t->dtype);
 
+	if (t->dtype == SCAR_BF16)
+		return scar_error_set(err, SCAR_EINVAL,
+				      "tensor '%s' is bf16, which .npy has no type for: export it "
+				      "as safetensors, or convert it to f32 first", t->name);
 	if (!descr || t->ndim < 0 || t->ndim > SCAR_MAX_DIMS)
 		return scar_error_set(err, SCAR_EINVAL, "tensor '%s': cannot write as .npy", t->name);
 	if (version < 0 || version > 2)

@@ -8,19 +8,21 @@
  *
  *   .npy (NumPy format versions 1.0, 2.0 and 3.0): one array. Its tensor is
  *        named after the file stem ("w.npy" -> "w"; "-" -> "array").
- *        Accepted dtypes '<f4' '<f8' '<i4' '<u4' '<i8' '<u8' '|u1' (and the
+ *        Accepted dtypes '<f4' '<f8' '<f2' '<i4' '<u4' '<i8' '<u8' '|u1' (and the
  *        '>' big-endian forms, swapped on read); C order, or Fortran order
  *        for ndim <= 1 (where it is the same thing).
  *   safetensors: an 8-byte little-endian header length N, N bytes of JSON
  *        {"name": {"dtype": "F32", "shape": [...], "data_offsets": [b, e]},
  *        "__metadata__": {string: string}}, then the byte buffer. Dtypes
- *        F32 F64 I32 U32 I64 U64 U8. The writer pads the header with spaces
+ *        F32 F64 F16 BF16 I32 U32 I64 U64 U8. The writer pads the header with spaces
  *        to a multiple of 8 and lays tensors out in the given order.
  *
- * Narrow types are widened exactly as they are read: f16 and bf16 become
- * f32, i8 and i16 become i32, u16 becomes u32, bool becomes u8 (the info's
- * dtype and nbytes are the widened ones; "stored" names the file's type).
- * So half-precision PyTorch and Hugging Face files can be compared.
+ * f16 and bf16 (safetensors F16 and BF16, .npy '<f2') are read as they
+ * are, SCAR_F16 and SCAR_BF16; .npy has no bfloat16, so a bf16 tensor
+ * cannot be written as .npy (SCAR_EINVAL naming the tensor).
+ * Narrow integer types are widened exactly as they are read: i8 and i16
+ * become i32, u16 becomes u32, bool becomes u8 (the info's dtype and
+ * nbytes are the widened ones; "stored" names the file's type).
  * Other dtypes (complex, f8, ...) fail with SCAR_EUNSUPPORTED and a
  * message naming the tensor and the dtype.
  *
@@ -59,7 +61,7 @@ struct scar_array_info {
 	uint64_t offset;	/* of the first data byte in the file */
 	uint64_t nbytes;	/* elements * dtype size (of the widened type) */
 	int swap;		/* stored big-endian: reads byte-swap */
-	const char *stored;	/* file type when widened: "f16" "bf16" "i8" "i16" "u16" "bool"; else NULL */
+	const char *stored;	/* file type when widened: "i8" "i16" "u16" "bool"; else NULL */
 	unsigned stored_size;	/* bytes per element in the file */
 };
 
