@@ -61,12 +61,12 @@ static void json_value(FILE *f, enum scar_dtype t, const unsigned char *p)
 		break;
 	case SCAR_F16:
 	case SCAR_BF16: {
-		/* 5 and 4 significant digits name every binary16 and bfloat16 value */
+		/* as the f32 it widens to exactly: the numbers f32 prints */
 		uint16_t h = (uint16_t)(p[0] | p[1] << 8);
 		float v = t == SCAR_F16 ? scar_f16_to_f32(h) : scar_bf16_to_f32(h);
 
 		if (isfinite(v))
-			fprintf(f, t == SCAR_F16 ? "%.5g" : "%.4g", (double)v);
+			fprintf(f, "%.9g", (double)v);
 		else
 			fputs("null", f);
 		break;

@@ -7,8 +7,8 @@
  *	# model M iteration N shards S kind K
  *	NAME ROW V0 V1 ...		(one line per present row, in table order)
  *
- * Floats are printed with %.9g (f32), %.17g (f64), %.5g (f16) or %.4g
- * (bf16), so they read back exactly (rounded to their own type). Exit 0 ok, 1 the checkpoint is damaged, 2 it is unsupported
+ * Floats are printed with %.9g (f32, f16, bf16) or %.17g (f64), so they
+ * read back exactly. Exit 0 ok, 1 the checkpoint is damaged, 2 it is unsupported
  * (scar-ckpt(5): unknown flags, dtype, role or shard rule), or a usage or
  * I/O error.
  */
@@ -140,13 +140,13 @@ static void print_elem(const struct tensor *t, const unsigned char *p)
 		unsigned e = (unsigned)(v >> 10) & 31, m = (unsigned)v & 1023;
 
 		d = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
-		printf(" %.5g", v >> 15 ? -d : d);
+		printf(" %.9g", v >> 15 ? -d : d);
 	} else if (strcmp(t->dtype, "bf16") == 0) {
 		/* the top 16 bits of a binary32 */
 		uint32_t u = (uint32_t)v << 16;
 
 		memcpy(&f, &u, 4);
-		printf(" %.4g", f);
+		printf(" %.9g", f);
 	} else if (t->dtype[0] == 'i') {
 		printf(" %" PRId64, t->esz == 4 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v);
 	} else {
