@@ -97,11 +97,12 @@ static const struct cli_command commands[] = {
 	  "A directory operand stands for all its checkpoints; when BASE is a\n"
 	  "directory its oldest full checkpoint is the base.\n" },
 	{ "convert", cmd_convert,
-	  "[--compress | --no-compress] [--dtype f32|f64] [--help] [--level N]\n"
+	  "[--compress | --no-compress] [--dtype T] [--help] [--level N]\n"
 	  "                         [--no-sync] [--shards S] IN OUT",
 	  "Rewrite a checkpoint: compression, float precision, shard count.",
 	  "  --compress      LZ4-compress the sections (default)\n"
-	  "  --dtype f32|f64 convert floating-point tensors to this type\n"
+	  "  --dtype T       convert floating-point tensors to T: f32 f64 f16 bf16\n"
+	  "                  (f16 and bf16 round to nearest even)\n"
 	  "  --help          show this help and exit\n"
 	  "  --level N       LZ4 level: 1 fast (default), 2..12 LZ4HC\n"
 	  "  --no-compress   store sections raw with a CRC-32C\n"
@@ -123,7 +124,7 @@ static const struct cli_command commands[] = {
 	  "                        [--name NAME] [--no-sync] [--role param|state] [--shards S]\n"
 	  "                        -o OUT FILE...",
 	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE.",
-	  "  --dtype T       element type: f32 f64 i32 u32 i64 u64 u8 (raw input;\n"
+	  "  --dtype T       element type: f32 f64 f16 bf16 i32 u32 i64 u64 u8 (raw input;\n"
 	  "                  converts .npy input)\n"
 	  "  --help          show this help and exit\n"
 	  "  --iteration N   the checkpoint's iteration (default 0)\n"

@@ -284,7 +284,7 @@ static uint8_t *pick_lost(struct args *a, uint32_t S, struct scar_rng *rng)
 /*
  * ||OUT - IN|| as scar-diff measures it, computed in memory (OUT may be
  * stdout, or IN itself): IN and the donor read as scar-diff reads them
- * (narrow types widened), the lost rows of IN replaced by the donor's (a
+ * (narrow integer types widened), the lost rows of IN replaced by the donor's (a
  * .npy file's one array matches whatever its name) or zeroed. NAN when a
  * file cannot be read that way.
  */
@@ -426,8 +426,8 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err)) {
 		if (tmp && err.code == SCAR_EMISMATCH)
 			cli_die("the saved view of '%s' does not fit '%s' (%s): from=DIR restores the "
-				"tensors the view holds as the snapshot does (f32, f64, integers; the view "
-				"holds f16 and bf16 widened to f32)", reset + 5, in, err.msg);
+				"tensors the view holds in the snapshot's dtypes and shapes", reset + 5, in,
+				err.msg);
 		cli_die_error(&err);
 	}
 	if (tmp)
@@ -435,7 +435,7 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s])
 			json_array_append_new(ls, json_integer(s));
-	/* ||OUT - IN|| as scar-diff measures it (narrow types widened as read) */
+	/* ||OUT - IN|| as scar-diff measures it (narrow integer types widened as read) */
 	j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:I, s:I, s:o, s:o}", "type", "inject",
 		      "kind", "lose", "input_format", "snapshot", "seed", (json_int_t)a->seed,
 		      "shards", (json_int_t)S, "shards_lost", ls, "reset", reset,
