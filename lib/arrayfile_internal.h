@@ -14,8 +14,8 @@
 
 #include "scar/arrayfile.h"
 
-/* The largest index file read: far above any real model's (a few MB). */
-#define SCAR_HF_INDEX_MAX (100u << 20)
+/* The largest index file read: 32 MiB, far above any real model's (a few MB). */
+#define SCAR_HF_INDEX_MAX (32u << 20)
 
 /* A parsed, checked index: which files a sharded snapshot has. */
 struct scar_hf_index {

@@ -558,9 +558,13 @@ static int sharded_open(struct scar_arrayfile **out, const char *path, struct sc
 					       f->ix->path);
 			goto fail;
 		}
-		if ((rc = scar_hf_index_check_file(f->ix, k, p->t, p->n, seen, err)) < 0)
+	}
+	/* Every file is there before one is held against the weight_map. */
+	for (size_t k = 0; k < f->ix->nfiles; k++) {
+		if ((rc = scar_hf_index_check_file(f->ix, k, f->part[k]->t, f->part[k]->n, seen,
+						   err)) < 0)
 			goto fail;
-		total += p->n;
+		total += f->part[k]->n;
 	}
 	if ((rc = scar_hf_index_check_all(f->ix, seen, err)) < 0)
 		goto fail;

@@ -112,7 +112,7 @@ int scar_array_is_sharded(const char *path);
  * *.safetensors.index.json (none, or several, is SCAR_ENOTFOUND). The
  * index is checked whole before a tensor is read, and any fault is
  * SCAR_EFORMAT naming the index or the file and the tensor: it must be a
- * JSON object (at most 100 MiB, no duplicate key at any level) whose
+ * JSON object (at most 32 MiB, no duplicate key at any level) whose
  * "weight_map" is a non-empty object of tensor name -> file name, and
  * whose "metadata", if any, is an object with "total_size", if any, a
  * non-negative integer (not compared with the data: the files' own
@@ -229,16 +229,28 @@ int scar_json_rows_write_fd(int fd, const char *name, const struct scar_tensor *
  * (lib/arrayfile_surgery.c): in every tensor (or in tensor only, when not
  * NULL) the rows - index along dimension 0; a 0-d tensor is one row - of
  * the lost shards (row r is in shard r mod shards, lost[s] nonzero) get the
- * donor's bytes when donor is not NULL (an array file of the same format
- * whose tensor of the same name - for .npy, its one array - has the same
- * dtype, byte order and shape),
+ * donor's bytes when donor is not NULL (an array file of the same format,
+ * or for safetensors a sharded snapshot, whose tensor of the same name -
+ * for .npy, its one array - has the same dtype, byte order and shape),
  * else zero bytes. Everything else - the header and its __metadata__, the
- * other tensors and rows, whatever their dtype (f16, bf16, integers) - is
- * copied unchanged. in and donor must be regular files (each is read
- * twice: by the reader, then whole); out is written as scar_file_replace
- * does (SCAR_REPLACE_SYNC with sync). *rows and *tensors count what was
+ * other tensors and rows, whatever their dtype (f16, bf16, f8, integers) -
+ * is copied unchanged. in must be a regular file (it is read twice: by the
+ * reader, then whole); the donor's rows are read through the descriptor
+ * its header was parsed from. out is written as scar_file_replace does
+ * (SCAR_REPLACE_SYNC with sync). *rows and *tensors count what was
  * replaced. SCAR_EMISMATCH names the first tensor the donor lacks or holds
  * with another dtype or shape; SCAR_ENOTFOUND a tensor that in lacks.
+ *
+ * When in is a sharded snapshot (scar_array_is_sharded), out is a
+ * directory, made if missing (SCAR_EINVAL when it is "-" or another kind
+ * of file), and gets the same layout: each of in's files with its lost
+ * rows replaced, byte for byte as above, then the index, each replaced
+ * atomically on its own (files out holds of other names are left alone).
+ * Every tensor is checked against the donor before a file is written. out
+ * the very directory in is in (by device and inode) is in place: only the
+ * files with a replaced row are rewritten and the index is kept; a run cut
+ * short leaves each file whole, old or new, and the same call again
+ * finishes it, since what it writes does not depend on what it wrote.
  */
 int scar_array_lose_rows(const char *in, const char *donor, const char *tensor,
 			 const uint8_t *lost, uint32_t shards, const char *out, int sync,
