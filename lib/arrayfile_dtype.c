@@ -61,9 +61,13 @@ float scar_f8e5m2_to_f32(uint8_t b)
 	unsigned e = b >> 2 & 31, m = b & 3;
 	float v;
 
-	if (e == 31)
-		v = m ? NAN : INFINITY;
-	else
-		v = ldexpf((float)(e ? 4 + m : m), (int)(e ? e : 1) - 15 - 2);
+	if (e == 31) {
+		/* infinity, or a NaN keeping its payload as F16's do (E5M2 is F16's high byte) */
+		uint32_t u = (uint32_t)(b & 0x80) << 24 | 0x7f800000u | (uint32_t)m << 21;
+
+		memcpy(&v, &u, sizeof(v));
+		return v;
+	}
+	v = ldexpf((float)(e ? 4 + m : m), (int)(e ? e : 1) - 15 - 2);
 	return b & 0x80 ? -v : v;
 }

@@ -57,23 +57,32 @@ def sharded(d, seed, nfiles):
         json.dump(idx, f, indent=2)
 
 
+# Each code's f32 bit pattern, from the format's definition: a value is
+# exact in f32, so struct rounds nothing; NaNs are given bit by bit.
+def bits(v):
+    return struct.unpack("<I", struct.pack("<f", v))[0]
+
+
 def e4m3(b):
     s = -1.0 if b & 0x80 else 1.0
     e = (b >> 3) & 15; m = b & 7
-    if e == 15 and m == 7: return math.copysign(math.nan, s)
-    return s * (m / 8 * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7))
+    if e == 15 and m == 7:
+        return (b & 0x80) << 24 | 0x7fc00000          # a quiet NaN of its sign
+    return bits(s * (m / 8 * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)))
 
 
 def e5m2(b):
     s = -1.0 if b & 0x80 else 1.0
     e = (b >> 2) & 31; m = b & 3
-    if e == 31: return s * math.inf if m == 0 else math.copysign(math.nan, s)
-    return s * (m / 4 * 2.0 ** -14 if e == 0 else (1 + m / 4) * 2.0 ** (e - 15))
+    if e == 31 and m:
+        return (b & 0x80) << 24 | 0x7f800000 | m << 21  # sign and payload kept, as F16's
+    if e == 31:
+        return bits(s * math.inf)
+    return bits(s * (m / 4 * 2.0 ** -14 if e == 0 else (1 + m / 4) * 2.0 ** (e - 15)))
 
 
-def f32(values):
-    # struct's "<f" rounds to f32 and keeps a NaN's sign; every value here is exact in f32
-    return b"".join(struct.pack("<f", v) for v in values)
+def f32(patterns):
+    return b"".join(struct.pack("<I", u) for u in patterns)
 
 
 if sys.argv[1] == "single":

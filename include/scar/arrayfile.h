@@ -259,7 +259,10 @@ int scar_array_lose_rows(const char *in, const char *donor, const char *tensor,
 /*
  * 8-bit floats, exactly: b as float8_e4m3fn (bias 7, S.1111.111 NaN, no
  * infinities) and as float8_e5m2 (bias 15, exponent 31 infinity or NaN).
- * The sign of zero and of infinity is kept; a NaN is a quiet NaN of b's sign.
+ * The sign of zero and of infinity is kept. E4M3's NaN is a quiet NaN of
+ * b's sign; an E5M2 NaN keeps its sign and its two payload bits at the top
+ * of the f32 mantissa, as scar_f16_to_f32 keeps an F16 NaN's (E5M2 is the
+ * high byte of an F16).
  */
 float scar_f8e4m3_to_f32(uint8_t b);
 float scar_f8e5m2_to_f32(uint8_t b);
