@@ -19,28 +19,20 @@
 #define INDEX_DEFAULT "model.safetensors.index.json"
 #define INDEX_SUFFIX ".safetensors.index.json"
 
+/*
+ * By name, not contents: the test opens and reads nothing, so a tool's
+ * first open and read of its operand stay the reading of it (the fault
+ * shim of the tests counts them), and nothing is consumed from a FIFO.
+ */
 int scar_array_is_sharded(const char *path)
 {
-	unsigned char head[64];
 	struct stat sb;
-	ssize_t n;
-	int fd;
+	size_t n;
 
 	if (!path || !strcmp(path, "-") || stat(path, &sb) != 0)
 		return 0;
-	if (S_ISDIR(sb.st_mode))
-		return 1;
-	if (!S_ISREG(sb.st_mode) || (fd = scar_open_input(path, SCAR_OPEN_REGULAR, NULL)) < 0)
-		return 0;
-	n = scar_read_upto(fd, head, sizeof(head));
-	close(fd);
-	for (ssize_t i = 0; i < n; i++) {
-		if (head[i] == '{')
-			return 1;
-		if (head[i] != ' ' && head[i] != '\t' && head[i] != '\n' && head[i] != '\r')
-			return 0;
-	}
-	return 0;
+	n = strlen(path);
+	return S_ISDIR(sb.st_mode) || (n > 5 && !strcmp(path + n - 5, ".json"));
 }
 
 static char *join(const char *dir, const char *name)

@@ -341,13 +341,6 @@ static int take_metadata(struct scar_state *st, const json_t *meta, const char *
 	return 0;
 }
 
-static int is_dir(const char *path)
-{
-	struct stat sb;
-
-	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 /*
  * The checkpoint format has no 8-bit float, and a tensor widened to f32
  * would come back from export as F32, four times the size: refused, by
@@ -491,8 +484,7 @@ int cmd_import(int argc, char **argv)
 		if (strcmp(path, "-") == 0)
 			cli_refuse_tty_stdin();
 		/* a Hugging Face sharded directory, or its index named: read as one safetensors file */
-		if (has_suffix(path, ".safetensors") ||
-		    (scar_array_is_sharded(path) && (is_dir(path) || has_suffix(path, ".json")))) {
+		if (has_suffix(path, ".safetensors") || scar_array_is_sharded(path)) {
 			if (import_safetensors(st, path, name, io.role, given) < 0)
 				goto out;
 			continue;

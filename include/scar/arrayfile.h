@@ -90,11 +90,11 @@ int scar_array_sniff(const void *head, size_t n);
 int scar_array_sniff_file(const char *path);
 
 /*
- * Nonzero when path is to be read as a sharded safetensors snapshot: a
- * directory, or a regular file whose first byte other than JSON white
- * space is '{' (an index; a safetensors file starts with its header's
- * length). Then scar_arrayfile_open reads it as one, or says why it is
- * none. "-" and a missing path are 0.
+ * Nonzero when path is to be read as a sharded safetensors snapshot: an
+ * existing directory, or an existing file whose name ends in ".json" (its
+ * index). Then scar_arrayfile_open reads it as one, or says why it is
+ * none. By name alone: nothing is opened or read. "-" and a missing path
+ * are 0.
  */
 int scar_array_is_sharded(const char *path);
 
