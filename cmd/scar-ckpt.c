@@ -123,7 +123,9 @@ static const struct cli_command commands[] = {
 	  "[--dtype T --shape A,B,...] [--help] [--iteration N] [--model M]\n"
 	  "                        [--name NAME] [--no-sync] [--role param|state] [--shards S]\n"
 	  "                        -o OUT FILE...",
-	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE.",
+	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE, or of\n"
+	  "every tensor of safetensors files and Hugging Face sharded directories\n"
+	  "(F8 types refused: a checkpoint has no 8-bit float).",
 	  "  --dtype T       element type: f32 f64 f16 bf16 i32 u32 i64 u64 u8 (raw input;\n"
 	  "                  converts .npy input)\n"
 	  "  --help          show this help and exit\n"

@@ -327,6 +327,14 @@ static int side_open(struct side *s, const char *path, struct scar_error *err)
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
+	if (!is_stdin && scar_array_is_sharded(path)) {
+		/* a directory of safetensors files and their index: the reader opens them all */
+		s->kind = SIDE_ARRAY;
+		s->fd = -1;
+		if ((rc = scar_arrayfile_open(&s->af, path, err)) < 0)
+			return rc;
+		return side_from_array(s, err);
+	}
 	/*
 	 * Open once and hand the same descriptor to the reader: a FIFO opened
 	 * a second time is a new stream, empty or waiting for a writer that
