@@ -40,14 +40,17 @@ static struct scar_state *load_snapshot(const char *path, uint64_t shards, int *
 	return st;
 }
 
-/* scar-train's checkpoint record (scar-events(7)), flushed: nothing when none was written. */
-static void print_event(const struct scar_train_opts *o, uint64_t iter,
+/*
+ * scar-train's checkpoint record (scar-events(7)), flushed: nothing when
+ * none was written. 0, or EXIT_TROUBLE (said, unless the reader is gone).
+ */
+static int print_event(const struct scar_train_opts *o, uint64_t iter,
 			const struct scar_store_policy_result *res)
 {
 	json_t *rec;
 
 	if (!res->wrote)
-		return;
+		return 0;
 	rec = json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:I}", "type", "checkpoint",
 			"iter", (json_int_t)iter, "state_iter", (json_int_t)iter,
 			"policy", res->full && o->policy != SCAR_POLICY_FULL ? "full" :
@@ -56,11 +59,14 @@ static void print_event(const struct scar_train_opts *o, uint64_t iter,
 			"bytes", (json_int_t)res->file_bytes);
 	if (!rec || json_dumpf(rec, stdout, JSON_COMPACT) < 0 || putchar('\n') == EOF ||
 	    fflush(stdout) == EOF) {
-		if (errno == EPIPE)
-			exit(EXIT_TROUBLE);	/* the reader is gone: quietly, as everywhere */
-		cli_die("cannot write the event: %s", strerror(errno));
+		/* the reader gone is said by nobody, as everywhere */
+		if (errno != EPIPE)
+			cli_warn("cannot write the event: %s", strerror(errno));
+		json_decref(rec);
+		return EXIT_TROUBLE;
 	}
 	json_decref(rec);
+	return 0;
 }
 
 /*
@@ -165,7 +171,8 @@ static int save_stream(const char *path, const char *dir, struct scar_train_opts
 				 (unsigned long long)iter, e.msg);
 			goto unlock;
 		}
-		print_event(o, iter, &res);
+		if (print_event(o, iter, &res))
+			goto unlock;
 		scar_state_free(st);
 		st = NULL;
 	}
@@ -249,7 +256,7 @@ int cmd_save(int argc, char **argv)
 		return EXIT_TROUBLE;
 	}
 	scar_store_unlock(&store);
-	print_event(&o, iter, &res);
+	rc = print_event(&o, iter, &res);
 	scar_state_free(st);
-	return 0;
+	return rc;
 }
