@@ -255,3 +255,93 @@ PY
 	intact D
 	[ "$(ls -A D)" = "$(printf '.scar-view.ckpt\nckpt-0000000000.ckpt')" ]	# and the lock released
 }
+
+SCHEMA="$SCAR_ROOT/man/scar-events.schema.json"
+
+# The minimal stream of a scar-train stream, with the step norms fit needs.
+CUT='if .type == "header" then {type, format, version, objective, objective_higher_better}
+	elif .type == "iteration" then {type, iter, objective} + (if has("step_norm") then {step_norm} else {} end)
+	else empty end'
+
+need_jsonschema() {
+	/usr/bin/python3 -c 'import jsonschema' 2>/dev/null ||
+		skip "python3-jsonschema is not installed (SCAR_DEPS_ALL=1 sh tools/deps.sh)"
+}
+
+# Validate each line of $1 against the schema; prints the violations.
+validate() {
+	/usr/bin/python3 - "$SCHEMA" "$1" <<'PY'
+import json, sys
+import jsonschema
+v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+bad = 0
+for n, line in enumerate(open(sys.argv[2]), 1):
+    for e in v.iter_errors(json.loads(line)):
+        print(f"{n}: {e.message}")
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
+}
+
+@test "fit: the minimal stream with step_norm fits as scar-train's own, bit for bit; it follows the schema" {
+	need_jsonschema
+	for m in mlr mf lda ridge; do
+		scar-train -q --no-timing -m "$m" -n 30 > full.jsonl
+		jq -c "$CUT" full.jsonl > min.jsonl
+		grep -q '"step_norm"' min.jsonl
+		run -0 validate min.jsonl
+		[ "$(scar-bound fit --json full.jsonl | jq -c .fit)" = "$(scar-bound fit --json min.jsonl | jq -c .fit)" ]
+		if [ "$m" != ridge ]; then	# ridge's header carries its exact c and D; the rest is the fit
+			cmp <(scar-bound fit --json full.jsonl) <(scar-bound fit --json min.jsonl)
+			cmp <(scar-bound fit full.jsonl) <(scar-bound fit min.jsonl)
+		fi
+	done
+	# and check holds the same streams the same way
+	scar-train -q --no-timing -m mf -n 40 > ref.jsonl
+	scar-train -q --no-timing -m mf -n 40 --policy priority --fraction 1/4 --fail-at 12 --lose-fraction 1/4 > pert.jsonl
+	# (check compares the headers' model, shards and config where both say them)
+	jq -c "$CUT" ref.jsonl | jq -c --argjson h "$(head -n 1 ref.jsonl | jq -c '{model, shards, config}')" \
+		'if .type == "header" then . + $h else . end' > ref-min.jsonl
+	run -0 scar-bound check --json ref.jsonl pert.jsonl
+	full=$(echo "$output" | jq -c '{c, D}')
+	run -0 scar-bound check --json ref-min.jsonl pert.jsonl
+	[ "$(echo "$output" | jq -c '{c, D}')" = "$full" ]
+}
+
+@test "fit: without step_norm, fit and check say which field is missing and how to write it; a bad one is refused" {
+	need_jsonschema
+	scar-train -q --no-timing -m mlr -n 20 | jq -c "$CUT | del(.step_norm)" > nostep.jsonl
+	msg="cannot fit c: no iteration record after the first has \"step_norm\": write ||x(k) - x(k-1)||, the L2 norm of the change of all parameters over iteration k, into the record of each iteration k >= 1 (scar-events(7), THE MINIMAL STREAM)"
+	run -2 scar-bound fit nostep.jsonl
+	[ "$output" = "scar-bound: 'nostep.jsonl': $msg" ]
+	run -2 scar-bound check nostep.jsonl nostep.jsonl
+	[ "$output" = "scar-bound: 'nostep.jsonl': $msg" ]
+	# cost needs no step norms
+	run -0 scar-bound cost nostep.jsonl nostep.jsonl
+	# a step_norm that is not a step norm: the schema and fit refuse it, naming the line
+	for bad in '"x"' -1 null; do
+		scar-train -q --no-timing -m mlr -n 20 | jq -c "$CUT" |
+			sed "4s/\"step_norm\":[^,}]*/\"step_norm\":$bad/" > bad.jsonl
+		run -1 validate bad.jsonl
+		[[ "$output" == "4: "* ]]
+		run -2 scar-bound fit bad.jsonl
+		[ "$output" = "scar-bound: bad.jsonl:4: iteration record's \"step_norm\" is not a number >= 0" ]
+	done
+}
+
+@test "fit: a PyTorch loop's stream (examples/pytorch) fits a c in (0, 1)" {
+	/usr/bin/python3 -c 'import torch' 2>/dev/null || skip "python3-torch is not installed"
+	[ -e "${SCAR_DATA:-$HOME/.cache/scar}/fashion-mnist/train-images-idx3-ubyte.gz" ] ||
+		skip "Fashion-MNIST is not in the data cache (make data)"
+	run -0 /usr/bin/python3 "$SCAR_ROOT/examples/pytorch/scar_torch.py" --iters 16 --trials 1 \
+		--examples 2000 --extra 16 --out out
+	ref=out/reference-0-0/events.jsonl
+	[ "$(jq -s '[.[] | select(.type == "iteration" and .iter > 0 and .step_norm > 0)] | length' "$ref")" = 16 ]
+	run -0 scar-bound fit --json "$ref"
+	echo "$output" | jq -e '.c > 0 and .c < 1 and .c_source == "fit" and .D > 0'
+	# the perturbed runs carry it too; check needs the perturbation's norm as
+	# well, which the example's recovery records do not give: it says so
+	run -0 scar-bound fit --json out/scar-9-1/events.jsonl
+	run -2 scar-bound check "$ref" out/scar-9-1/events.jsonl
+	[[ "$output" == *'recovery record needs numeric "iter" and "delta_norm"'* ]]
+}
