@@ -76,6 +76,7 @@ const struct option save_opts[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "stream", no_argument, NULL, OPT_STREAM },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -151,7 +152,7 @@ static const struct cli_command commands[] = {
 	  "  --json          print one JSON object\n" },
 	{ "save", cmd_save,
 	  "--policy P [--force] [--fraction R] [--help] [--interval C] [--iteration N]\n"
-	  "                      [--no-sync] [--seed N] [--shards S] SNAPSHOT DIR",
+	  "                      [--no-sync] [--seed N] [--shards S] [--stream] SNAPSHOT DIR",
 	  "Checkpoint another trainer's snapshot into run directory DIR by a policy.",
 	  "  --force         go on although DIR was checkpointed by another policy\n"
 	  "  --fraction R    partial policies: R = 1/m of the rows every C/m iterations (default 1/4)\n"
@@ -162,6 +163,9 @@ static const struct cli_command commands[] = {
 	  "  --policy P      full, round-robin, random or priority\n"
 	  "  --seed N        the random policy's seed (scar-train --fail-seed; default 1)\n"
 	  "  --shards S      a safetensors or .npy snapshot's shard count (row r: shard r mod S)\n"
+	  "  --stream        SNAPSHOT (- for stdin) is safetensors or .npy snapshots, one after\n"
+	  "                  another, each handled as a call would; iterations from __metadata__\n"
+	  "                  scar.iteration, else --iteration N for the first and one more each\n"
 	  "SNAPSHOT is a scar checkpoint, a safetensors or a .npy file. The rows\n"
 	  "scar-train's policy would write at that iteration, against DIR's saved view,\n"
 	  "go into DIR/ckpt-N.ckpt; one checkpoint event line goes to stdout, none when\n"

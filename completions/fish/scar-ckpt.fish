@@ -47,6 +47,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l interval -x -d 'f
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l iteration -x -d 'the snapshot iteration'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l seed -x -d 'random policy seed'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l shards -x -d 'shard count of a snapshot'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l stream -d 'snapshots one after another from a pipe'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l force -d 'go on under another policy'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l no-sync -d 'do not fsync'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -F

@@ -192,6 +192,32 @@ void scar_array_decode(const struct scar_array_info *t, void *buf, size_t n);
 int scar_array_load(const char *path, struct scar_state **out, struct scar_error *err);
 
 /*
+ * Snapshots concatenated on descriptor fd, a pipe say (lib/arrayfile_stream.c):
+ * each a whole safetensors or .npy file, read with exact reads so that
+ * nothing of the next one is consumed. next gives 1 and a new state as
+ * scar_array_load makes it (the .npy tensor is named "array", as "-" is),
+ * 0 when the input ends cleanly between two snapshots, or a negative error
+ * naming the snapshot's ordinal and the byte where it began, with
+ * err->offset the stream offset of the problem: SCAR_ETRUNC when the input
+ * ends inside one, SCAR_EFORMAT for bytes that are no snapshot (garbage
+ * between two; a safetensors header length outside 2..100 MiB),
+ * SCAR_EUNSUPPORTED for a scar checkpoint (it is delimited only by reading
+ * to the end) or a dtype, SCAR_ENOMEM when its tensors would need more
+ * than max_bytes (0: no limit), SCAR_EIO. Memory is one snapshot's
+ * tensors (plus its header while it is parsed). name (copied) is for
+ * messages; fd is borrowed. close(NULL) does nothing.
+ */
+struct scar_array_stream;
+int scar_array_stream_open(struct scar_array_stream **out, int fd, const char *name,
+			   uint64_t max_bytes, struct scar_error *err);
+int scar_array_stream_next(struct scar_array_stream *s, struct scar_state **out,
+			   struct scar_error *err);
+/* Snapshots begun so far (the ordinal of the last), and the byte it began at. */
+uint64_t scar_array_stream_count(const struct scar_array_stream *s);
+uint64_t scar_array_stream_start(const struct scar_array_stream *s);
+void scar_array_stream_close(struct scar_array_stream *s);
+
+/*
  * Write t as a .npy file. version 0 picks 1.0, or 2.0 when the header does
  * not fit 1.0's 16-bit length; 1 or 2 forces it. The header is padded so the
  * data starts at a multiple of 64 bytes. Absent rows of a partial tensor are
