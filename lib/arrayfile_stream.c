@@ -117,6 +117,11 @@ static int read_tensor(struct scar_array_stream *s, const struct scar_array_info
 	char what[SCAR_NAME_MAX + 32];
 	int rc;
 
+	/* The stream becomes checkpoints, which have no 8-bit float (scar-ckpt import refuses them too). */
+	if (t->stored && !strncmp(t->stored, "f8", 2))
+		return scar_error_set(err, SCAR_EUNSUPPORTED,
+				      "tensor '%s' is %s: a checkpoint has no 8-bit float type", t->name,
+				      !strcmp(t->stored, "f8_e4m3") ? "F8_E4M3" : "F8_E5M2");
 	if ((rc = scar_tensor_new(&x, t->name, t->dtype, t->role, t->ndim, t->shape, err)))
 		return rc;
 	snprintf(what, sizeof(what), "tensor '%s'", t->name);

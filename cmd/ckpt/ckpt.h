@@ -48,6 +48,8 @@ int cmd_verify(int argc, char **argv);
 
 /* Print a library error, naming path when the library did not; a closed pipe exits quietly. */
 void warn_err(const char *path, struct scar_error *e);
+/* -1 (warned) when the snapshot at path has an F8 tensor, which no checkpoint holds. */
+int refuse_f8(const char *path);
 void *xmalloc(size_t n);
 void *xrealloc(void *p, size_t n);
 /* dir without trailing slashes (but "/" stays); caller frees. */

@@ -344,9 +344,9 @@ static int take_metadata(struct scar_state *st, const json_t *meta, const char *
 /*
  * The checkpoint format has no 8-bit float, and a tensor widened to f32
  * would come back from export as F32, four times the size: refused, by
- * name, before anything is read.
+ * name, before anything is read (import and save).
  */
-static int refuse_f8(const char *path)
+int refuse_f8(const char *path)
 {
 	struct scar_arrayfile *f;
 	struct scar_error e;

@@ -23,6 +23,8 @@ static struct scar_state *load_snapshot(const char *path, uint64_t shards, int *
 		if (!shards)
 			cli_usage_error("'%s' is a snapshot, which has no shard count: give --shards S "
 					"(row r of a tensor is in shard r mod S)", path);
+		if (refuse_f8(path) < 0)
+			exit(EXIT_TROUBLE);
 		if (scar_array_load(path, &st, &e) < 0) {
 			warn_err(path, &e);
 			exit(EXIT_TROUBLE);

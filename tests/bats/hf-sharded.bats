@@ -91,6 +91,12 @@ PY
 	run -2 scar-ckpt import -o x.ckpt f8.safetensors
 	[[ "$output" == *"'f8.safetensors': tensor 'e4m3' is F8_E4M3: a checkpoint has no 8-bit float type"* ]]
 	[ ! -e x.ckpt ]
+	# scar-ckpt save turns snapshots into checkpoints too: the same refusal, also in a stream.
+	run -2 scar-ckpt save --policy full --shards 2 --iteration 1 f8.safetensors run
+	[[ "$output" == *"'f8.safetensors': tensor 'e4m3' is F8_E4M3: a checkpoint has no 8-bit float type"* ]]
+	run -2 scar-ckpt save --policy full --shards 2 --stream - run2 < f8.safetensors
+	[[ "$output" == *"tensor 'e4m3' is F8_E4M3: a checkpoint has no 8-bit float type"* ]]
+	! compgen -G "run*/ckpt-*" > /dev/null
 	cp f8.safetensors old.safetensors
 	"$PY" -c "
 import struct
