@@ -76,6 +76,7 @@ const struct option save_opts[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "stream", no_argument, NULL, OPT_STREAM },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -97,11 +98,12 @@ static const struct cli_command commands[] = {
 	  "A directory operand stands for all its checkpoints; when BASE is a\n"
 	  "directory its oldest full checkpoint is the base.\n" },
 	{ "convert", cmd_convert,
-	  "[--compress | --no-compress] [--dtype f32|f64] [--help] [--level N]\n"
+	  "[--compress | --no-compress] [--dtype T] [--help] [--level N]\n"
 	  "                         [--no-sync] [--shards S] IN OUT",
 	  "Rewrite a checkpoint: compression, float precision, shard count.",
 	  "  --compress      LZ4-compress the sections (default)\n"
-	  "  --dtype f32|f64 convert floating-point tensors to this type\n"
+	  "  --dtype T       convert floating-point tensors to T: f32 f64 f16 bf16\n"
+	  "                  (f16 and bf16 round to nearest even)\n"
 	  "  --help          show this help and exit\n"
 	  "  --level N       LZ4 level: 1 fast (default), 2..12 LZ4HC\n"
 	  "  --no-compress   store sections raw with a CRC-32C\n"
@@ -122,8 +124,10 @@ static const struct cli_command commands[] = {
 	  "[--dtype T --shape A,B,...] [--help] [--iteration N] [--model M]\n"
 	  "                        [--name NAME] [--no-sync] [--role param|state] [--shards S]\n"
 	  "                        -o OUT FILE...",
-	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE.",
-	  "  --dtype T       element type: f32 f64 i32 u32 i64 u64 u8 (raw input;\n"
+	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE, or of\n"
+	  "every tensor of safetensors files and Hugging Face sharded directories\n"
+	  "(F8 types refused: a checkpoint has no 8-bit float).",
+	  "  --dtype T       element type: f32 f64 f16 bf16 i32 u32 i64 u64 u8 (raw input;\n"
 	  "                  converts .npy input)\n"
 	  "  --help          show this help and exit\n"
 	  "  --iteration N   the checkpoint's iteration (default 0)\n"
@@ -148,7 +152,7 @@ static const struct cli_command commands[] = {
 	  "  --json          print one JSON object\n" },
 	{ "save", cmd_save,
 	  "--policy P [--force] [--fraction R] [--help] [--interval C] [--iteration N]\n"
-	  "                      [--no-sync] [--seed N] [--shards S] SNAPSHOT DIR",
+	  "                      [--no-sync] [--seed N] [--shards S] [--stream] SNAPSHOT DIR",
 	  "Checkpoint another trainer's snapshot into run directory DIR by a policy.",
 	  "  --force         go on although DIR was checkpointed by another policy\n"
 	  "  --fraction R    partial policies: R = 1/m of the rows every C/m iterations (default 1/4)\n"
@@ -159,6 +163,9 @@ static const struct cli_command commands[] = {
 	  "  --policy P      full, round-robin, random or priority\n"
 	  "  --seed N        the random policy's seed (scar-train --fail-seed; default 1)\n"
 	  "  --shards S      a safetensors or .npy snapshot's shard count (row r: shard r mod S)\n"
+	  "  --stream        SNAPSHOT (- for stdin) is safetensors or .npy snapshots, one after\n"
+	  "                  another, each handled as a call would; iterations from __metadata__\n"
+	  "                  scar.iteration, else --iteration N for the first and one more each\n"
 	  "SNAPSHOT is a scar checkpoint, a safetensors or a .npy file. The rows\n"
 	  "scar-train's policy would write at that iteration, against DIR's saved view,\n"
 	  "go into DIR/ckpt-N.ckpt; one checkpoint event line goes to stdout, none when\n"

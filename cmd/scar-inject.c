@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -68,9 +69,11 @@ static void usage(FILE *f)
 		"\n"
 		"Perturb checkpoint IN (default stdin) into OUT (default stdout) in exactly one\n"
 		"way, and report it with delta_norm = ||OUT - IN|| as JSON on stderr.\n"
-		"IN may be a safetensors or .npy snapshot (a file): then lose shards of it\n"
+		"IN may be a safetensors or .npy snapshot (a file), or a Hugging Face sharded\n"
+		"directory (or its *.safetensors.index.json): then lose shards of it\n"
 		"(--shards S) and zero them or restore them from another snapshot\n"
-		"(--reset from=OLD); OUT is written in IN's format, every other byte kept.\n"
+		"(--reset from=OLD); OUT is written in IN's format, every other byte kept\n"
+		"(for a sharded IN, OUT is a directory of the same layout).\n"
 		"\n"
 		"      --bitflip-count N    flip exactly N distinct bits\n"
 		"      --bitflip-rate P     flip each eligible bit with probability P\n"
@@ -284,7 +287,7 @@ static uint8_t *pick_lost(struct args *a, uint32_t S, struct scar_rng *rng)
 /*
  * ||OUT - IN|| as scar-diff measures it, computed in memory (OUT may be
  * stdout, or IN itself): IN and the donor read as scar-diff reads them
- * (narrow types widened), the lost rows of IN replaced by the donor's (a
+ * (narrow integer types widened), the lost rows of IN replaced by the donor's (a
  * .npy file's one array matches whatever its name) or zeroed. NAN when a
  * file cannot be read that way.
  */
@@ -334,6 +337,33 @@ out:
 }
 
 /*
+ * Is directory dir a run directory of scar-ckpt save (its saved view is
+ * there) rather than a sharded snapshot (its index is)? One with neither
+ * is a run directory, for view_donor's message, unless it names itself
+ * as an index.
+ */
+static int is_run_dir(const char *dir)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d;
+	int index = 0;
+
+	if (snprintf(path, sizeof(path), "%s/.scar-view.ckpt", dir) >= (int)sizeof(path) ||
+	    access(path, F_OK) == 0)
+		return 1;
+	if (!(d = opendir(dir)))
+		return 1;
+	while (!index && (de = readdir(d))) {
+		size_t n = strlen(de->d_name), m = strlen(".safetensors.index.json");
+
+		index = n > m && !strcmp(de->d_name + n - m, ".safetensors.index.json");
+	}
+	closedir(d);
+	return !index;
+}
+
+/*
  * The saved view of run directory dir (dir/.scar-view.ckpt, which scar-ckpt
  * save keeps) as a temporary file in the format of snapshot in, for the
  * byte-level restore; *tmp its name, removed by scar_tmp_done or at exit.
@@ -351,7 +381,8 @@ static void view_donor(const char *dir, const char *in, char **tmp)
 		cli_die("'%s': directory name too long", dir);
 	if (access(path, F_OK) != 0)
 		cli_die("'%s' has no saved view (.scar-view.ckpt, kept by scar-ckpt save): make one with "
-			"scar-ckpt apply and export it", dir);
+			"scar-ckpt apply and export it; nor is it a sharded safetensors snapshot (no "
+			"*.safetensors.index.json)", dir);
 	if (scar_ckpt_load(path, &view, &err) < 0)
 		cli_die_error(&err);
 	npy = scar_array_sniff_file(in) == SCAR_ARRAY_NPY;
@@ -394,6 +425,7 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	double delta, norm_a;
 	json_t *j, *ls;
 	uint32_t S = a->shards;
+	int sharded = scar_array_is_sharded(in);
 
 	if (a->kind != K_LOSE)
 		cli_usage_error("'%s' is a safetensors or .npy snapshot: only --lose-shards, "
@@ -410,8 +442,11 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		cli_refuse_binary_tty();
 	if (!strncmp(reset, "from=", 5))
 		donor = reset + 5;
-	if (donor && stat(donor, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		/* a run directory of scar-ckpt save: its saved view */
+	if (sharded && cli_is_stdio(out))
+		cli_usage_error("'%s' is a sharded snapshot: give OUT, the directory to write it to",
+				in);
+	if (donor && stat(donor, &sb) == 0 && S_ISDIR(sb.st_mode) && is_run_dir(donor)) {
+		/* a run directory of scar-ckpt save: its saved view (else a sharded snapshot) */
 		view_donor(donor, in, &tmp);
 		donor = tmp;
 	}
@@ -426,8 +461,8 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	if (scar_array_lose_rows(in, donor, a->sel.tensor, lost, S, out, 1, &rows, &tensors, &err)) {
 		if (tmp && err.code == SCAR_EMISMATCH)
 			cli_die("the saved view of '%s' does not fit '%s' (%s): from=DIR restores the "
-				"tensors the view holds as the snapshot does (f32, f64, integers; the view "
-				"holds f16 and bf16 widened to f32)", reset + 5, in, err.msg);
+				"tensors the view holds in the snapshot's dtypes and shapes", reset + 5, in,
+				err.msg);
 		cli_die_error(&err);
 	}
 	if (tmp)
@@ -435,7 +470,7 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s])
 			json_array_append_new(ls, json_integer(s));
-	/* ||OUT - IN|| as scar-diff measures it (narrow types widened as read) */
+	/* ||OUT - IN|| as scar-diff measures it (narrow integer types widened as read) */
 	j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:s, s:I, s:I, s:o, s:o}", "type", "inject",
 		      "kind", "lose", "input_format", "snapshot", "seed", (json_int_t)a->seed,
 		      "shards", (json_int_t)S, "shards_lost", ls, "reset", reset,
@@ -581,6 +616,9 @@ int main(int argc, char **argv)
 	}
 
 	scar_error_clear(&err);
+	/* a directory, or an index file: a sharded safetensors snapshot (its reader says if not) */
+	if (scar_array_is_sharded(in))
+		return inject_snapshot(&a, in, out);
 	if (scar_ckpt_load(in, &st, &err) < 0) {
 		/* a snapshot, asked once the checkpoint reader found none: a checkpoint is read as always */
 		if (err.code == SCAR_EFORMAT && scar_array_sniff_file(in))

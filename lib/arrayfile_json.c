@@ -59,6 +59,18 @@ static void json_value(FILE *f, enum scar_dtype t, const unsigned char *p)
 	case SCAR_U8:
 		fprintf(f, "%u", (unsigned)*p);
 		break;
+	case SCAR_F16:
+	case SCAR_BF16: {
+		/* as the f32 it widens to exactly: the numbers f32 prints */
+		uint16_t h = (uint16_t)(p[0] | p[1] << 8);
+		float v = t == SCAR_F16 ? scar_f16_to_f32(h) : scar_bf16_to_f32(h);
+
+		if (isfinite(v))
+			fprintf(f, "%.9g", (double)v);
+		else
+			fputs("null", f);
+		break;
+	}
 	}
 }
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "scar/arrayfile.h"
+#include "arrayfile_internal.h"
 #include "scar/ckpt.h"
 #include "scar/file.h"
 
@@ -35,6 +35,12 @@ struct scar_arrayfile {
 	size_t n;
 	struct scar_array_info *t;
 	json_t *meta;
+	struct stat sb;		/* of a regular file, as opened */
+	int regular;
+	/* a sharded snapshot: tensor i is tensor tidx[i] of part[tfile[i]] */
+	struct scar_hf_index *ix;
+	struct scar_arrayfile **part;
+	size_t *tfile, *tidx;
 };
 
 /* ---- reading ---- */
@@ -439,6 +445,8 @@ int scar_arrayfile_open_fd(struct scar_arrayfile **out, int fd, const char *name
 	f->fd = fd;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		f->size = (uint64_t)st.st_size;
+		f->sb = st;
+		f->regular = 1;
 	} else {
 		rc = slurp(f, head, n, err);
 		if (rc < 0)
@@ -484,11 +492,113 @@ fail:
 	return rc;
 }
 
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (p) {
+		memcpy(p, dir, a);
+		p[a] = '/';
+		memcpy(p + a + 1, name, b + 1);
+	}
+	return p;
+}
+
+/*
+ * A sharded snapshot: the index read and checked alone, then each of its
+ * files opened (as a regular safetensors file, never as an index: a file
+ * may not lead to another) and checked against the weight_map, then the
+ * weight_map against the files. Only then is the tensor table built.
+ */
+static int sharded_open(struct scar_arrayfile **out, const char *path, struct scar_error *err)
+{
+	struct scar_arrayfile *f = calloc(1, sizeof(*f));
+	json_t *seen = NULL;
+	size_t total = 0, i = 0;
+	int rc;
+
+	if (!f || !(f->name = strdup(path)) || !(f->ix = calloc(1, sizeof(*f->ix)))) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	f->fd = -1;
+	f->format = SCAR_ARRAY_SAFETENSORS_INDEX;
+	if ((rc = scar_hf_index_load(f->ix, path, err)) < 0) {
+		free(f->ix);
+		f->ix = NULL;
+		goto fail;
+	}
+	f->part = calloc(f->ix->nfiles, sizeof(*f->part));
+	if (!f->part || !(seen = json_object())) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t k = 0; k < f->ix->nfiles; k++) {
+		struct scar_arrayfile *p;
+		char *pp = join(f->ix->dir, f->ix->files[k]);
+		int fd;
+
+		if (!pp) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			goto fail;
+		}
+		fd = scar_open_input(pp, SCAR_OPEN_REGULAR, err);
+		rc = fd < 0 ? fd : scar_arrayfile_open_fd(&f->part[k], fd, pp, NULL, 0, err);
+		if (rc < 0 && fd >= 0)
+			close(fd);
+		free(pp);
+		if (rc < 0)
+			goto fail;
+		p = f->part[k];
+		p->own_fd = 1;
+		if (p->format != SCAR_ARRAY_SAFETENSORS) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, p->name, -1, -1,
+					       "'%s', named by '%s', is not a safetensors file", p->name,
+					       f->ix->path);
+			goto fail;
+		}
+	}
+	/* Every file is there before one is held against the weight_map. */
+	for (size_t k = 0; k < f->ix->nfiles; k++) {
+		if ((rc = scar_hf_index_check_file(f->ix, k, f->part[k]->t, f->part[k]->n, seen,
+						   err)) < 0)
+			goto fail;
+		total += f->part[k]->n;
+	}
+	if ((rc = scar_hf_index_check_all(f->ix, seen, err)) < 0)
+		goto fail;
+	f->t = calloc(total, sizeof(*f->t));
+	f->tfile = calloc(total, sizeof(*f->tfile));
+	f->tidx = calloc(total, sizeof(*f->tidx));
+	if (!f->t || !f->tfile || !f->tidx) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t k = 0; k < f->ix->nfiles; k++)
+		for (size_t j = 0; j < f->part[k]->n; j++, i++) {
+			f->t[i] = f->part[k]->t[j];
+			f->tfile[i] = k;
+			f->tidx[i] = j;
+		}
+	f->n = total;
+	f->meta = json_incref(f->part[0]->meta);
+	json_decref(seen);
+	*out = f;
+	return 0;
+fail:
+	json_decref(seen);
+	scar_arrayfile_close(f);
+	return rc;
+}
+
 int scar_arrayfile_open(struct scar_arrayfile **out, const char *path, struct scar_error *err)
 {
 	int fd, rc;
 
 	*out = NULL;
+	if (path && strcmp(path, "-") && scar_array_is_sharded(path))
+		return sharded_open(out, path, err);
 	if (!path || strcmp(path, "-") == 0)
 		return scar_arrayfile_open_fd(out, STDIN_FILENO, "-", NULL, 0, err);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -507,6 +617,14 @@ void scar_arrayfile_close(struct scar_arrayfile *f)
 {
 	if (!f)
 		return;
+	for (size_t k = 0; f->part && k < f->ix->nfiles; k++)
+		scar_arrayfile_close(f->part[k]);
+	free(f->part);
+	free(f->tfile);
+	free(f->tidx);
+	if (f->ix)
+		scar_hf_index_release(f->ix);
+	free(f->ix);
 	if (f->own_fd && f->fd >= 0)
 		close(f->fd);
 	free(f->name);
@@ -544,6 +662,58 @@ const json_t *scar_arrayfile_metadata(const struct scar_arrayfile *f)
 	return f->meta;
 }
 
+const struct scar_hf_index *scar_arrayfile_index(const struct scar_arrayfile *f)
+{
+	return f->ix;
+}
+
+size_t scar_arrayfile_file_of(const struct scar_arrayfile *f, size_t i)
+{
+	return f->tfile && i < f->n ? f->tfile[i] : 0;
+}
+
+int scar_arrayfile_read_raw(struct scar_arrayfile *f, size_t i, uint64_t off, void *buf,
+			    size_t len, struct scar_error *err)
+{
+	const struct scar_array_info *t = scar_arrayfile_tensor(f, i);
+	uint64_t stored;
+
+	if (t && f->tfile)
+		return scar_arrayfile_read_raw(f->part[f->tfile[i]], f->tidx[i], off, buf, len, err);
+	stored = t ? t->nbytes / scar_dtype_size(t->dtype) * t->stored_size : 0;
+	if (!t || off > stored || len > stored - off)
+		return scar_error_set(err, SCAR_ERANGE, "read outside tensor %zu of '%s'", i, f->name);
+	return rd(f, t->offset + off, buf, len, err);
+}
+
+int scar_arrayfile_file_bytes(struct scar_arrayfile *f, size_t k, unsigned char **buf,
+			      uint64_t *len, struct scar_error *err)
+{
+	struct scar_arrayfile *p = f->ix && k < f->ix->nfiles ? f->part[k] : NULL;
+	struct stat now;
+	int rc;
+
+	*buf = NULL;
+	*len = 0;
+	if (!p || !p->regular)
+		return scar_error_set(err, SCAR_EINVAL, "'%s' has no file %zu", f->name, k);
+	if (!(*buf = malloc(p->size ? p->size : 1)))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	rc = rd(p, 0, *buf, p->size, err);
+	if (rc == 0 && (fstat(p->fd, &now) < 0 || now.st_size != p->sb.st_size ||
+			now.st_mtim.tv_sec != p->sb.st_mtim.tv_sec ||
+			now.st_mtim.tv_nsec != p->sb.st_mtim.tv_nsec))
+		rc = scar_error_set_at(err, SCAR_ETRUNC, p->name, -1, -1, "'%s' changed while read",
+				       p->name);
+	if (rc < 0) {
+		free(*buf);
+		*buf = NULL;
+		return rc;
+	}
+	*len = p->size;
+	return 0;
+}
+
 static void swap_bytes(void *buf, size_t len, size_t esz)
 {
 	unsigned char *p = buf;
@@ -577,6 +747,14 @@ static void widen(const struct scar_array_info *t, unsigned char *buf, size_t n)
 			float v = scar_bf16_to_f32(h);
 
 			memcpy(buf + 4 * i, &v, 4);
+		} else if (!strcmp(t->stored, "f8_e4m3")) {
+			float v = scar_f8e4m3_to_f32(s[0]);
+
+			memcpy(buf + 4 * i, &v, 4);
+		} else if (!strcmp(t->stored, "f8_e5m2")) {
+			float v = scar_f8e5m2_to_f32(s[0]);
+
+			memcpy(buf + 4 * i, &v, 4);
 		} else if (!strcmp(t->stored, "i8")) {
 			int32_t v = (int8_t)s[0];
 
@@ -604,6 +782,8 @@ int scar_arrayfile_read(struct scar_arrayfile *f, size_t i, uint64_t off, void *
 
 	if (!t || off > t->nbytes || len > t->nbytes - off)
 		return scar_error_set(err, SCAR_ERANGE, "read outside tensor %zu of '%s'", i, f->name);
+	if (f->tfile)
+		return scar_arrayfile_read(f->part[f->tfile[i]], f->tidx[i], off, buf, len, err);
 	esz = scar_dtype_size(t->dtype);
 	if (!t->stored) {
 		rc = rd(f, t->offset + off, buf, len, err);
@@ -773,6 +953,8 @@ static const char *npy_descr(enum scar_dtype t)
 	case SCAR_I64: return "<i8";
 	case SCAR_U64: return "<u8";
 	case SCAR_U8: return "|u1";
+	case SCAR_F16: return "<f2";
+	case SCAR_BF16: return NULL;	/* .npy has no bfloat16 */
 	}
 	return NULL;
 }
@@ -790,6 +972,10 @@ int scar_npy_write_fd(int fd, const char *name, const struct scar_tensor *t, int
 	int n, rc;
 	const char *descr = npy_descr(t->dtype);
 
+	if (t->dtype == SCAR_BF16)
+		return scar_error_set(err, SCAR_EINVAL,
+				      "tensor '%s' is bf16, which .npy has no type for: export it "
+				      "as safetensors, or convert it to f32 first", t->name);
 	if (!descr || t->ndim < 0 || t->ndim > SCAR_MAX_DIMS)
 		return scar_error_set(err, SCAR_EINVAL, "tensor '%s': cannot write as .npy", t->name);
 	if (version < 0 || version > 2)

@@ -19,6 +19,8 @@ static const char *st_code(enum scar_dtype dt)
 	case SCAR_I64: return "I64";
 	case SCAR_U64: return "U64";
 	case SCAR_U8: return "U8";
+	case SCAR_F16: return "F16";
+	case SCAR_BF16: return "BF16";
 	}
 	return NULL;
 }

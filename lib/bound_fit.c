@@ -206,6 +206,11 @@ static int read_curve(const struct scar_events *ev, const char *name, int stop_a
 		v = num_or_nan(r, "objective");
 		if (dvec_push(&cv->iter, it) || dvec_push(&cv->obj, v))
 			goto nomem;
+		/* present but not a step norm is refused, not read as absent */
+		if (json_object_get(r, "step_norm") &&
+		    !((v = num_or_nan(r, "step_norm")) >= 0))
+			return scar_error_set_at(err, SCAR_EFORMAT, name, -1, (int64_t)i + 1,
+						 "iteration record's \"step_norm\" is not a number >= 0");
 		v = num_or_nan(r, "step_norm");
 		if (it > 0 && !isnan(v) && (dvec_push(&cv->step_k, it) || dvec_push(&cv->step, v)))
 			goto nomem;
@@ -254,6 +259,9 @@ static int fit_from_curve(const struct scar_events *ev, const char *name, const 
 	} else if (out->fit_ok) {
 		out->c = out->fit.c;
 		out->c_source = "fit";
+	} else if (!cv->step.n) {
+		return scar_error_set_at(err, SCAR_EFORMAT, name, -1, -1,
+					 "cannot fit c: no iteration record after the first has \"step_norm\": write ||x(k) - x(k-1)||, the L2 norm of the change of all parameters over iteration k, into the record of each iteration k >= 1 (scar-events(7), THE MINIMAL STREAM)");
 	} else {
 		return scar_error_set_at(err, SCAR_ERANGE, name, -1, -1, "cannot fit c: %s", ferr.msg);
 	}

@@ -25,11 +25,12 @@
 #define CKPT_END_MAGIC "SCAREND\n"
 #define CKPT_MAJOR 1
 /*
- * A writer puts the lowest minor version that can read its file: 0, or 1
- * when a tensor's present rows are a bitmap (format 1.1). The reader knows
- * every 1.x up to CKPT_MINOR and reads any 1.x whose features it knows.
+ * A writer puts the lowest minor version that can read its file: 0, 1
+ * when a tensor's present rows are a bitmap (format 1.1), 2 when a tensor
+ * is f16 or bf16 (format 1.2). The reader knows every 1.x up to CKPT_MINOR
+ * and reads any 1.x whose features it knows.
  */
-#define CKPT_MINOR 1
+#define CKPT_MINOR 2
 
 /* Section flags: bit 0 LZ4 frame; bits 1-2 LZ4 block size code b (64 KiB << 2b). */
 #define CKPT_SF_LZ4 0x1u

@@ -8,6 +8,8 @@
  * not every checkpoint in the directory. The checkpoint files are the ones
  * scar-train writes (ckpt-N.ckpt, with the schedule in extra), so the
  * directory's tools (scar-ckpt ls, apply, resume) read them as theirs.
+ * A run of snapshots (scar_store_policy_open/put) reads the view once and
+ * keeps it in memory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -113,76 +115,127 @@ static int newest_checkpoint(const struct scar_store *s, uint64_t *it, int *have
 	return rc;
 }
 
-int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
-				 struct scar_state *st, int force, int sync,
-				 struct scar_store_policy_result *res, struct scar_error *err)
-{
+/* A run directory's saved view, held in memory from one snapshot to the next. */
+struct scar_store_policy {
+	const struct scar_store *s;
+	struct scar_train_opts o;
+	int force, sync;
 	char vpath[4096];
-	struct scar_state *view = NULL, ck;
-	struct scar_tensor *vt = NULL, **vp = NULL;
-	struct scar_store_write_opts wo = { .compress = 1, .sync = sync, .clock = st->iteration,
-					    .rank = 0, .ranks = 1, .comm = NULL };
-	struct scar_ckpt_save_opts so;
-	struct stat sb;
-	uint64_t period = scar_train_policy_period(o), k = st->iteration, last, newest;
-	int have;
-	json_t *pol;
-	size_t nv = 0;
-	int rc, full;
+	struct scar_state *view;	/* NULL until the first checkpoint of a new directory */
+	json_t *pol;			/* the view file's extra "policy" until it is checked */
+	uint64_t last;			/* the view's iteration: the last checkpoint's */
+	int broken;			/* a put failed after changing the view */
+};
 
-	memset(res, 0, sizeof(*res));
+void scar_store_policy_close(struct scar_store_policy *p)
+{
+	if (!p)
+		return;
+	scar_state_free(p->view);
+	free(p);
+}
+
+int scar_store_policy_open(struct scar_store_policy **out, const struct scar_store *s,
+			   const struct scar_train_opts *o, int force, int sync,
+			   struct scar_error *err)
+{
+	struct scar_store_policy *p;
+	struct stat sb;
+	uint64_t newest;
+	int have, rc;
+
+	*out = NULL;
 	if ((rc = scar_train_check_schedule(o, err)))
 		return rc;
-	if (snprintf(vpath, sizeof(vpath), "%s/%s", s->dir, VIEW_NAME) >= (int)sizeof(vpath))
-		return scar_error_set(err, SCAR_EINVAL, "run directory name too long");
+	if (!(p = calloc(1, sizeof(*p))))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	p->s = s;
+	p->o = *o;
+	p->force = force;
+	p->sync = sync;
+	if (snprintf(p->vpath, sizeof(p->vpath), "%s/%s", s->dir, VIEW_NAME) >= (int)sizeof(p->vpath)) {
+		rc = scar_error_set(err, SCAR_EINVAL, "run directory name too long");
+		goto fail;
+	}
 	if ((rc = newest_checkpoint(s, &newest, &have, err)))
-		return rc;
-	if (stat(vpath, &sb) == 0) {
-		if (!S_ISREG(sb.st_mode))
-			return scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
-						 "the saved view '%s' is not a regular file", vpath);
-		if ((rc = scar_ckpt_load(vpath, &view, err)))
-			return rc;
-		pol = json_object_get(view->extra, "policy");
-		if (!json_is_integer(json_object_get(pol, "iter"))) {
-			rc = scar_error_set_at(err, SCAR_ECORRUPT, vpath, -1, -1,
+		goto fail;
+	if (stat(p->vpath, &sb) == 0) {
+		if (!S_ISREG(sb.st_mode)) {
+			rc = scar_error_set_at(err, SCAR_EINVAL, p->vpath, -1, -1,
+					       "the saved view '%s' is not a regular file", p->vpath);
+			goto fail;
+		}
+		if ((rc = scar_ckpt_load(p->vpath, &p->view, err)))
+			goto fail;
+		p->pol = json_object_get(p->view->extra, "policy");
+		if (!json_is_integer(json_object_get(p->pol, "iter"))) {
+			rc = scar_error_set_at(err, SCAR_ECORRUPT, p->vpath, -1, -1,
 					       "the saved view's extra \"policy\" has no iteration");
-			goto out;
+			goto fail;
 		}
-		last = (uint64_t)json_integer_value(json_object_get(pol, "iter"));
-		if (!have || newest != last) {
-			rc = scar_error_set_at(err, SCAR_ECORRUPT, vpath, -1, -1,
+		p->last = (uint64_t)json_integer_value(json_object_get(p->pol, "iter"));
+		if (!have || newest != p->last) {
+			rc = scar_error_set_at(err, SCAR_ECORRUPT, p->vpath, -1, -1,
 					       "the saved view is of iteration %llu, the directory's newest checkpoint of %s%llu: not this directory's view",
-					       (unsigned long long)last, have ? "" : "(none) ",
+					       (unsigned long long)p->last, have ? "" : "(none) ",
 					       (unsigned long long)newest);
-			goto out;
+			goto fail;
 		}
-		if ((rc = same_layout(view, st, vpath, err)) ||
-		    (!force && (rc = same_policy(pol, o, vpath, err))))
-			goto out;
-		if (k <= last) {
-			rc = scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
-					       "iteration %llu is not after the run directory's last, %llu",
-					       (unsigned long long)k, (unsigned long long)last);
-			goto out;
-		}
-		if (k % period) {
-			/* Not a checkpoint iteration of the schedule: nothing to write. */
-			rc = 0;
-			goto out;
-		}
-		full = o->policy == SCAR_POLICY_FULL;
 	} else if (errno == ENOENT && have) {
+		rc = scar_error_set_at(err, SCAR_EINVAL, p->vpath, -1, -1,
+				       "the directory has checkpoints (the newest of iteration %llu) but no saved view %s: not a directory of scar-ckpt save, or its view was removed",
+				       (unsigned long long)newest, VIEW_NAME);
+		goto fail;
+	} else if (errno != ENOENT) {
+		rc = scar_error_set_errno(err, errno, p->vpath, "cannot read the saved view '%s'",
+					  p->vpath);
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	scar_store_policy_close(p);
+	return rc;
+}
+
+int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
+			  struct scar_store_policy_result *res, struct scar_error *err)
+{
+	const struct scar_train_opts *o = &p->o;
+	const char *vpath = p->vpath;
+	struct scar_state *view = p->view, ck;
+	struct scar_tensor *vt = NULL, **vp = NULL;
+	struct scar_store_write_opts wo = { .compress = 1, .sync = p->sync, .clock = st->iteration,
+					    .rank = 0, .ranks = 1, .comm = NULL };
+	struct scar_ckpt_save_opts so;
+	uint64_t period = scar_train_policy_period(o), k = st->iteration;
+	json_t *pol;
+	size_t nv = 0;
+	int rc, full, fresh = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (p->broken)
 		return scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
-					 "the directory has checkpoints (the newest of iteration %llu) but no saved view %s: not a directory of scar-ckpt save, or its view was removed",
-					 (unsigned long long)newest, VIEW_NAME);
-	} else if (errno == ENOENT) {
-		/* The run's first call: a full checkpoint, as scar-train's at iteration 0. */
+					 "an earlier checkpoint of this run failed: open the run directory again");
+	if (view) {
+		/* The view file's policy is checked once, after the first snapshot's layout. */
+		if ((rc = same_layout(view, st, vpath, err)) ||
+		    (p->pol && !p->force && (rc = same_policy(p->pol, o, vpath, err))))
+			return rc;
+		p->pol = NULL;
+		if (k <= p->last)
+			return scar_error_set_at(err, SCAR_EINVAL, vpath, -1, -1,
+						 "iteration %llu is not after the run directory's last, %llu",
+						 (unsigned long long)k, (unsigned long long)p->last);
+		if (k % period)
+			return 0;	/* not a checkpoint iteration of the schedule: nothing to write */
+		full = o->policy == SCAR_POLICY_FULL;
+	} else {
+		/* The run's first snapshot: a full checkpoint, as scar-train's at iteration 0. */
 		if ((rc = scar_state_clone(&view, st, err)))
 			return rc;
+		fresh = 1;
 		full = 1;
-	} else {
-		return scar_error_set_errno(err, errno, vpath, "cannot read the saved view '%s'", vpath);
 	}
 
 	/* The checkpoint: the schedule in extra, as scar-train writes it. */
@@ -232,7 +285,7 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 	ck = *st;
 	ck.ntensors = nv;
 	ck.tensors = vp;
-	if ((rc = scar_store_write(s, &ck, &wo, &res->file_bytes, err)))
+	if ((rc = scar_store_write(p->s, &ck, &wo, &res->file_bytes, err)))
 		goto out;
 	/* Then the view, so that a failure between the two loses no row of a written checkpoint. */
 	view->iteration = k;
@@ -242,16 +295,40 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 		goto out;
 	}
 	scar_ckpt_save_opts_init(&so);
-	so.sync = sync;
+	so.sync = p->sync;
 	if ((rc = scar_ckpt_save(view, vpath, &so, err)))
 		goto out;
 	res->wrote = 1;
 	res->full = full;
+	p->view = view;
+	p->last = k;
 out:
 	for (size_t i = 0; vt && i < st->ntensors; i++)
 		free(vt[i].present);
 	free(vt);
 	free(vp);
-	scar_state_free(view);
+	if (rc && fresh)
+		scar_state_free(view);
+	else if (rc) {
+		/* The rows copied into the view are not on disk: this view is no longer the directory's. */
+		scar_state_free(p->view);
+		p->view = NULL;
+		p->broken = 1;
+	}
+	return rc;
+}
+
+int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
+				 struct scar_state *st, int force, int sync,
+				 struct scar_store_policy_result *res, struct scar_error *err)
+{
+	struct scar_store_policy *p;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = scar_store_policy_open(&p, s, o, force, sync, err)))
+		return rc;
+	rc = scar_store_policy_put(p, st, res, err);
+	scar_store_policy_close(p);
 	return rc;
 }

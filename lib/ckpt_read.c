@@ -365,6 +365,12 @@ static int parse_tensor(struct scar_ckpt_reader *r, size_t i, json_t *o,
 	if (!ti->dtype || !ti->role)
 		return rerr(r, err, SCAR_EUNSUPPORTED, "metadata: tensor '%s' has unknown %s '%s'",
 			    ti->name, ti->dtype ? "role" : "dtype", ti->dtype ? role : dt);
+	/* f16 and bf16 are 1.2 types: a file that says less is mislabelled, and a
+	 * 1.1 reader finds the dtype unknown, so it is unsupported here too */
+	if ((ti->dtype == SCAR_F16 || ti->dtype == SCAR_BF16) && r->info.minor < 2)
+		return rerr(r, err, SCAR_EUNSUPPORTED,
+			    "metadata: tensor '%s' has dtype '%s' in a version 1.%d file (it needs 1.2)",
+			    ti->name, dt, r->info.minor);
 	esz = scar_dtype_size(ti->dtype);
 	n = json_array_size(shape);
 	if (n > SCAR_MAX_DIMS)

@@ -450,13 +450,16 @@ static int build_meta(const struct scar_state *st, const char *name, char **out,
 				json_decref(shape);
 				goto oom;
 			}
+		if (t->dtype == SCAR_F16 || t->dtype == SCAR_BF16)
+			*minor = 2;
 		if (present_ranges(t, &rg, &nr, &all))
 			goto oom;
 		if (all) {
 			pres = json_string("all");
 		} else if (bitmap_json_len(scar_tensor_rows(t)) < list_json_len(rg, nr)) {
 			partial = 1;
-			*minor = 1;
+			if (*minor < 1)
+				*minor = 1;
 			pres = bitmap_json(t, scar_tensor_rows(t));
 		} else {
 			partial = 1;

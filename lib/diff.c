@@ -327,6 +327,14 @@ static int side_open(struct side *s, const char *path, struct scar_error *err)
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
+	if (!is_stdin && scar_array_is_sharded(path)) {
+		/* a directory of safetensors files and their index: the reader opens them all */
+		s->kind = SIDE_ARRAY;
+		s->fd = -1;
+		if ((rc = scar_arrayfile_open(&s->af, path, err)) < 0)
+			return rc;
+		return side_from_array(s, err);
+	}
 	/*
 	 * Open once and hand the same descriptor to the reader: a FIFO opened
 	 * a second time is a new stream, empty or waiting for a writer that
@@ -447,7 +455,50 @@ struct engine {
 	size_t heap_n;
 	unsigned char *pbuf;	/* P array chunk */
 	size_t pcap;
+	unsigned char *wide[2];	/* a P and a Q row of f16 or bf16 widened to f32 */
+	size_t wcap[2];
 };
+
+/*
+ * Tensors of these two dtypes pair up (compared as f32, to which f16 and
+ * bf16 widen exactly): a half-precision copy against its f32 original.
+ */
+static int mixable(enum scar_dtype a, enum scar_dtype b)
+{
+	return a != b && (a == SCAR_F32 || a == SCAR_F16 || a == SCAR_BF16) &&
+	       (b == SCAR_F32 || b == SCAR_F16 || b == SCAR_BF16);
+}
+
+/* n elements of dtype dt (f16 or bf16) at src as f32 at dst; dst may be src - 2n bytes. */
+static void widen16(unsigned char *dst, const unsigned char *src, uint64_t n, enum scar_dtype dt)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
+		float v = dt == SCAR_F16 ? scar_f16_to_f32(h) : scar_bf16_to_f32(h);
+
+		memcpy(dst + 4 * i, &v, 4);
+	}
+}
+
+/* A row of n elements of dtype dt as the compared dtype cdt: p itself, or widened into buffer w. */
+static const void *as_compared(struct engine *e, int w, const void *p, enum scar_dtype dt,
+			       enum scar_dtype cdt, uint64_t n, struct scar_error *err)
+{
+	if (dt == cdt)
+		return p;
+	if (e->wcap[w] < n * 4 || !e->wide[w]) {
+		void *nb = realloc(e->wide[w], n ? n * 4 : 1);
+
+		if (!nb) {
+			scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			return NULL;
+		}
+		e->wide[w] = nb;
+		e->wcap[w] = n * 4;
+	}
+	widen16(e->wide[w], p, n, dt);
+	return e->wide[w];
+}
 
 static int cmp_row_l2(const void *x, const void *y)
 {
@@ -635,7 +686,8 @@ static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 		   const struct scar_ckpt_section *qpre, struct scar_error *err)
 {
 	long ri = e->p2r[pt];
-	size_t qt, rb;
+	size_t qt, rb, qrb;
+	enum scar_dtype cdt, pdt, qdt;
 	uint64_t re;
 	const struct scar_tensor *ps = NULL, *qs = NULL;
 	struct scar_ckpt_section qsec;
@@ -648,8 +700,12 @@ static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 	re = 1;
 	for (int d = 1; d < e->r->tensors[ri].ndim; d++)
 		re *= e->r->tensors[ri].shape[d];
-	rb = re * scar_dtype_size(e->r->tensors[ri].dtype);
-	e->k = scar_num_kernel(e->r->tensors[ri].dtype);
+	cdt = e->r->tensors[ri].dtype;
+	pdt = e->P->t[pt].dtype;
+	qdt = e->Q->t[qt].dtype;
+	rb = re * scar_dtype_size(pdt);
+	qrb = re * scar_dtype_size(qdt);
+	e->k = scar_num_kernel(cdt);
 	if (e->P->kind == SIDE_STATE)
 		ps = e->P->st->tensors[pt];
 	if (e->Q->kind == SIDE_STATE) {
@@ -686,7 +742,7 @@ static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 			while (j < qsec.info.nrows && qsec.rows[j] < r)
 				j++;
 			if (j < qsec.info.nrows && qsec.rows[j] == r)
-				qp = (const unsigned char *)qsec.data + j * rb;
+				qp = (const unsigned char *)qsec.data + j * qrb;
 		} else {
 			rc = q_array_row(e, qt, r, &qp, err);
 			if (rc < 0)
@@ -694,6 +750,9 @@ static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 		}
 		if (!qp)
 			continue;
+		if (!(pp = as_compared(e, 0, pp, pdt, cdt, re, err)) ||
+		    !(qp = as_compared(e, 1, qp, qdt, cdt, re, err)))
+			return SCAR_ENOMEM;
 		rc = compare_row(e, (size_t)ri, r, pp, qp, re);
 		if (rc < 0)
 			return rc;
@@ -707,8 +766,11 @@ static int chunk_q(struct engine *e, size_t pt, uint32_t shard, uint64_t nrows,
 static int big_row(struct engine *e, size_t pt, size_t ri, uint64_t r, uint64_t re,
 		   struct scar_error *err)
 {
-	size_t qt = e->r2q[ri], esz = scar_dtype_size(e->r->tensors[ri].dtype);
-	uint64_t per = CHUNK / esz, rb = re * esz;
+	size_t qt = e->r2q[ri];
+	enum scar_dtype cdt = e->r->tensors[ri].dtype, pdt = e->P->t[pt].dtype,
+			qdt = e->Q->t[qt].dtype;
+	size_t esz = scar_dtype_size(cdt), pz = scar_dtype_size(pdt), qz = scar_dtype_size(qdt);
+	uint64_t per = CHUNK / esz;
 	struct scar_diff_acc acc;
 	struct scar_norms n;
 	struct scar_part p;
@@ -727,15 +789,22 @@ static int big_row(struct engine *e, size_t pt, size_t ri, uint64_t r, uint64_t 
 		uint64_t m = re - off < per ? re - off : per;
 		unsigned char *a = e->pbuf, *b = e->pbuf + CHUNK;
 
-		rc = scar_arrayfile_read(e->P->af, pt, r * rb + off * esz, a, m * esz, err);
+		/* a narrower side is read to the end of its buffer and widened in place */
+		unsigned char *pa = a + m * (esz - pz), *qb = b + m * (esz - qz);
+
+		rc = scar_arrayfile_read(e->P->af, pt, (r * re + off) * pz, pa, m * pz, err);
 		if (rc == 0)
-			rc = scar_arrayfile_read(e->Q->af, qt, r * rb + off * esz, b, m * esz, err);
+			rc = scar_arrayfile_read(e->Q->af, qt, (r * re + off) * qz, qb, m * qz, err);
 		if (rc < 0)
 			return rc;
+		if (pdt != cdt)
+			widen16(a, pa, m, pdt);
+		if (qdt != cdt)
+			widen16(b, qb, m, qdt);
 		if (e->swapped)
-			scar_diff_acc_add(&acc, b, a, e->r->tensors[ri].dtype, m);
+			scar_diff_acc_add(&acc, b, a, cdt, m);
 		else
-			scar_diff_acc_add(&acc, a, b, e->r->tensors[ri].dtype, m);
+			scar_diff_acc_add(&acc, a, b, cdt, m);
 	}
 	scar_diff_acc_result(&acc, &n);
 	p.l1 = scar_sum_value(&acc.l1);
@@ -1131,7 +1200,8 @@ static int setup_indexed(struct engine *e, struct side *A, struct side *B, struc
 			continue;
 		}
 		tb = &B->t[j];
-		same = ta->dtype == tb->dtype && ta->ndim == tb->ndim;
+		same = (ta->dtype == tb->dtype || mixable(ta->dtype, tb->dtype)) &&
+		       ta->ndim == tb->ndim;
 		for (int d = 0; same && d < ta->ndim; d++)
 			same = ta->shape[d] == tb->shape[d];
 		if (!same) {
@@ -1146,7 +1216,7 @@ static int setup_indexed(struct engine *e, struct side *A, struct side *B, struc
 		}
 		rt = &r->tensors[nm];
 		snprintf(rt->name, sizeof(rt->name), "%s", ta->name);
-		rt->dtype = ta->dtype;
+		rt->dtype = ta->dtype == tb->dtype ? ta->dtype : SCAR_F32;
 		rt->role = ta->role;
 		rt->ndim = ta->ndim;
 		memcpy(rt->shape, ta->shape, sizeof(uint64_t) * (size_t)ta->ndim);
@@ -1224,6 +1294,8 @@ static void engine_release(struct engine *e)
 	free(e->r2q);
 	free(e->r2p);
 	free(e->pbuf);
+	free(e->wide[0]);
+	free(e->wide[1]);
 }
 
 static int run(struct side *A, struct side *B, const struct scar_diff_opts *opts,

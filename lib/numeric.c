@@ -131,7 +131,10 @@ static void part_ranges(struct scar_part *p)
 #define DIFF_U64(x, y, u, v) ((x) > (y) ? (double)((uint64_t)(x) - (uint64_t)(y)) : \
 			      -(double)((uint64_t)(y) - (uint64_t)(x)))
 
-#define DEF_KERNEL(NAME, T, DIFF)							\
+#define DEF_KERNEL(NAME, T, DIFF) DEF_KERNEL_CV(NAME, T, DIFF, (double))
+
+/* An element of type T as a double: CV(x), exact for every dtype (f16, bf16 too). */
+#define DEF_KERNEL_CV(NAME, T, DIFF, CV)						\
 static void NAME(const void *va, const void *vb, uint64_t n, struct scar_part *p)	\
 {										\
 	const T *a = va, *b = vb;						\
@@ -146,7 +149,7 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct scar_part *p
 		const T *x = a + i, *y = b + i;					\
 		for (; j + 4 <= m; j += 4) {					\
 			for (int k = 0; k < 4; k++) {				\
-				double u = (double)x[j + k], v = (double)y[j + k];	\
+				double u = CV(x[j + k]), v = CV(y[j + k]);	\
 				int ne = memcmp(x + j + k, y + j + k, sizeof(T)) != 0;	\
 				double d = ne ? DIFF(x[j + k], y[j + k], u, v) : 0;	\
 				double ad = fabs(d);				\
@@ -159,7 +162,7 @@ static void NAME(const void *va, const void *vb, uint64_t n, struct scar_part *p
 			}							\
 		}								\
 		for (; j < m; j++) {						\
-			double u = (double)x[j], v = (double)y[j];		\
+			double u = CV(x[j]), v = CV(y[j]);			\
 			int ne = memcmp(x + j, y + j, sizeof(T)) != 0;		\
 			double d = ne ? DIFF(x[j], y[j], u, v) : 0;		\
 			double ad = fabs(d);					\
@@ -307,6 +310,11 @@ DEF_KERNEL(kern_u32, uint32_t, DIFF_PLAIN)
 DEF_KERNEL(kern_i64, int64_t, DIFF_U64)
 DEF_KERNEL(kern_u64, uint64_t, DIFF_U64)
 DEF_KERNEL(kern_u8, uint8_t, DIFF_PLAIN)
+/* 16-bit floats widen exactly; their squares fit a double like f32's do. */
+#define CV_F16(x) ((double)scar_f16_to_f32(x))
+#define CV_BF16(x) ((double)scar_bf16_to_f32(x))
+DEF_KERNEL_CV(kern_f16, uint16_t, DIFF_PLAIN, CV_F16)
+DEF_KERNEL_CV(kern_bf16, uint16_t, DIFF_PLAIN, CV_BF16)
 
 scar_kernel_fn scar_num_kernel(enum scar_dtype dt)
 {
@@ -318,6 +326,8 @@ scar_kernel_fn scar_num_kernel(enum scar_dtype dt)
 	case SCAR_I64: return kern_i64;
 	case SCAR_U64: return kern_u64;
 	case SCAR_U8: return kern_u8;
+	case SCAR_F16: return kern_f16;
+	case SCAR_BF16: return kern_bf16;
 	}
 	return NULL;
 }

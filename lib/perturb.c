@@ -111,7 +111,41 @@ int scar_shards_check(const uint32_t *list, size_t n, uint32_t count, uint32_t S
 
 static int is_float(const struct scar_tensor *t)
 {
-	return t->dtype == SCAR_F32 || t->dtype == SCAR_F64;
+	return scar_dtype_is_float(t->dtype);
+}
+
+static int is_half(const struct scar_tensor *t)
+{
+	return t->dtype == SCAR_F16 || t->dtype == SCAR_BF16;
+}
+
+/* Element k of p, a buffer of t's floating-point dtype, as a double (exact). */
+static double fval(const struct scar_tensor *t, const void *p, uint64_t k)
+{
+	switch (t->dtype) {
+	case SCAR_F32: return ((const float *)p)[k];
+	case SCAR_F16: return scar_f16_to_f32(((const uint16_t *)p)[k]);
+	case SCAR_BF16: return scar_bf16_to_f32(((const uint16_t *)p)[k]);
+	default: return ((const double *)p)[k];
+	}
+}
+
+/* The f16 or bf16 value next to element k of t in the direction of toward. */
+static double next_half(const struct scar_tensor *t, uint64_t k, double toward)
+{
+	uint16_t h = ((const uint16_t *)t->data)[k];
+	double x = fval(t, t->data, k);
+	int up = toward > x;
+
+	if (isnan(x) || isnan(toward) || x == toward)
+		return x;
+	if (x == 0)
+		h = up ? 0x0001 : 0x8001;
+	else if (!(h & 0x8000))
+		h = (uint16_t)(up ? h + 1 : h - 1);
+	else
+		h = (uint16_t)(up ? h - 1 : h + 1);
+	return t->dtype == SCAR_F16 ? scar_f16_to_f32(h) : scar_bf16_to_f32(h);
 }
 
 static uint64_t row_end(const struct scar_tensor *t, const struct scar_select *sel)
@@ -353,9 +387,7 @@ static double elem_delta(const struct scar_tensor *t, const void *orig, uint64_t
 {
 	if (!is_float(t))
 		return scar_tensor_get(t, k) - ((const double *)orig)[k];
-	if (t->dtype == SCAR_F32)
-		return (double)((const float *)t->data)[k] - (double)((const float *)orig)[k];
-	return ((const double *)t->data)[k] - ((const double *)orig)[k];
+	return fval(t, t->data, k) - fval(t, orig, k);
 }
 
 /*
@@ -405,6 +437,15 @@ static double noise_pass(struct scar_state *st, const struct scar_select *sel,
 
 					((float *)t->data)[k] = xv;
 					d = (double)xv - (double)x0;
+					if (isinf(xv) && isfinite(x0) && !*over)
+						*over = t->name;
+				} else if (is_half(t)) {
+					/* rounded once, to nearest even, as f32 is */
+					double x0 = fval(t, orig[i], k), xv;
+
+					scar_tensor_set(t, k, x0 + scale * g);
+					xv = scar_tensor_get(t, k);
+					d = xv - x0;
 					if (isinf(xv) && isfinite(x0) && !*over)
 						*over = t->name;
 				} else {
@@ -463,9 +504,7 @@ static double noise_nudge(struct scar_state *st, const struct scar_select *sel, 
 				if (!scar_select_row(t, S, sel, r))
 					continue;
 				for (uint64_t k = r * re; k < (r + 1) * re; k++) {
-					double d = ldexp(scar_tensor_get(t, k) - (t->dtype == SCAR_F32 ?
-						(double)((const float *)orig[i])[k] :
-						((const double *)orig[i])[k]), -k2);
+					double d = ldexp(scar_tensor_get(t, k) - fval(t, orig[i], k), -k2);
 
 					scar_sum_add(&acc, d * d);
 				}
@@ -493,6 +532,10 @@ static double noise_nudge(struct scar_state *st, const struct scar_select *sel, 
 						x = xf;
 						x0 = x0f;
 						nx = R > 0 ? nextafterf(xf, away) : nextafterf(xf, x0f);
+					} else if (is_half(t)) {
+						x = fval(t, t->data, k);
+						x0 = fval(t, orig[i], k);
+						nx = next_half(t, k, R > 0 ? (x >= x0 ? INFINITY : -INFINITY) : x0);
 					} else {
 						x = ((double *)t->data)[k];
 						x0 = ((const double *)orig[i])[k];
@@ -652,6 +695,10 @@ static int bit_range(const struct scar_tensor *t, enum scar_bits bits, unsigned 
 		m = 23;
 	else if (t->dtype == SCAR_F64)
 		m = 52;
+	else if (t->dtype == SCAR_F16)
+		m = 10;
+	else if (t->dtype == SCAR_BF16)
+		m = 7;
 	switch (bits) {
 	case SCAR_BITS_ANY: *lo = 0; *n = w; return 1;
 	case SCAR_BITS_SIGN:
@@ -1002,6 +1049,10 @@ int scar_perturb_mix(struct scar_state *st, const struct scar_select *sel,
 
 				for (uint64_t k = 0; k < re; k++)
 					x[k] = (1 - alpha) * x[k] + alpha * y[k];
+			} else if (is_half(t)) {
+				for (uint64_t k = r * re; k < (r + 1) * re; k++)
+					scar_tensor_set(t, k, (1 - alpha) * scar_tensor_get(t, k) +
+							      alpha * scar_tensor_get(o, k));
 			} else if (alpha >= 0.5) {
 				memcpy(scar_tensor_row(t, r), scar_tensor_row(o, r),
 				       scar_tensor_row_bytes(t));

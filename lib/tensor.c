@@ -1,5 +1,6 @@
 /* tensor.c - tensors and training states (see scar/tensor.h). */
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@ static const struct {
 } dtypes[] = {
 	{ SCAR_F32, "f32", 4 }, { SCAR_F64, "f64", 8 }, { SCAR_I32, "i32", 4 },
 	{ SCAR_U32, "u32", 4 }, { SCAR_I64, "i64", 8 }, { SCAR_U64, "u64", 8 },
-	{ SCAR_U8, "u8", 1 },
+	{ SCAR_U8, "u8", 1 }, { SCAR_F16, "f16", 2 }, { SCAR_BF16, "bf16", 2 },
 };
 
 const char *scar_dtype_name(enum scar_dtype t)
@@ -131,6 +132,42 @@ uint16_t scar_f32_to_bf16(float f)
 float scar_bf16_to_f32(uint16_t h)
 {
 	return u2f((uint32_t)h << 16);
+}
+
+/*
+ * v rounded to a float by round-to-odd: truncated, the last bit set when
+ * inexact. A float has at least two bits more than binary16 and bfloat16
+ * everywhere they are finite, so rounding this float to nearest even gives
+ * what rounding v directly would (no double rounding).
+ */
+static float f32_round_odd(double v)
+{
+	float f = (float)v;
+	uint32_t u;
+
+	if (isnan(v) || (double)f == v)
+		return f;
+	if (isinf(f))
+		return v > 0 ? FLT_MAX : -FLT_MAX;	/* finite v: odd, and still overflows */
+	u = f2u(f);
+	if (!(u & 1))
+		u = fabs((double)f) > fabs(v) ? u - 1 : u + 1;	/* the neighbour on v's other side */
+	return u2f(u);
+}
+
+uint16_t scar_f64_to_f16(double v)
+{
+	return scar_f32_to_f16(f32_round_odd(v));
+}
+
+uint16_t scar_f64_to_bf16(double v)
+{
+	return scar_f32_to_bf16(f32_round_odd(v));
+}
+
+int scar_dtype_is_float(enum scar_dtype t)
+{
+	return t == SCAR_F32 || t == SCAR_F64 || t == SCAR_F16 || t == SCAR_BF16;
 }
 
 int scar_tensor_new(struct scar_tensor **out, const char *name,
@@ -302,6 +339,8 @@ double scar_tensor_get(const struct scar_tensor *t, uint64_t i)
 	case SCAR_I64: return (double)((const int64_t *)t->data)[i];
 	case SCAR_U64: return (double)((const uint64_t *)t->data)[i];
 	case SCAR_U8: return ((const uint8_t *)t->data)[i];
+	case SCAR_F16: return scar_f16_to_f32(((const uint16_t *)t->data)[i]);
+	case SCAR_BF16: return scar_bf16_to_f32(((const uint16_t *)t->data)[i]);
 	}
 	return 0;
 }
@@ -323,6 +362,8 @@ void scar_tensor_set(struct scar_tensor *t, uint64_t i, double v)
 	case SCAR_I64: ((int64_t *)t->data)[i] = llround(clampd(v, -0x1p63, 0x1p63 - 1024)); break;
 	case SCAR_U64: ((uint64_t *)t->data)[i] = (uint64_t)clampd(nearbyint(v), 0, 0x1p64 - 2048); break;
 	case SCAR_U8: ((uint8_t *)t->data)[i] = (uint8_t)llround(clampd(v, 0, 255)); break;
+	case SCAR_F16: ((uint16_t *)t->data)[i] = scar_f64_to_f16(v); break;
+	case SCAR_BF16: ((uint16_t *)t->data)[i] = scar_f64_to_bf16(v); break;
 	}
 }
 

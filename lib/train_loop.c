@@ -277,6 +277,12 @@ int scar_train_check_layout(struct scar_train_ctx *c, const struct scar_state *f
 	for (size_t i = 0; i < fresh->ntensors; i++) {
 		const struct scar_tensor *a = fresh->tensors[i], *b = st->tensors[i];
 
+		if (!strcmp(a->name, b->name) && a->dtype != b->dtype)
+			return scar_error_set(c->err, SCAR_EMISMATCH,
+					      "checkpoint tensor '%s' is %s, model '%s' keeps it as %s "
+					      "(scar-ckpt convert --dtype %s converts it)",
+					      b->name, scar_dtype_name(b->dtype), c->def->name,
+					      scar_dtype_name(a->dtype), scar_dtype_name(a->dtype));
 		if (strcmp(a->name, b->name) || !scar_tensor_same_layout(a, b) || a->role != b->role)
 			return scar_error_set(c->err, SCAR_EMISMATCH,
 					      "checkpoint tensor '%s' does not match model '%s' tensor '%s'",

@@ -173,6 +173,8 @@ static double elem(const struct scar_tensor *x, const void *data, uint64_t i)
 	case SCAR_I64: return (double)((const int64_t *)data)[i];
 	case SCAR_U64: return (double)((const uint64_t *)data)[i];
 	case SCAR_U8: return ((const uint8_t *)data)[i];
+	case SCAR_F16: return scar_f16_to_f32(((const uint16_t *)data)[i]);
+	case SCAR_BF16: return scar_bf16_to_f32(((const uint16_t *)data)[i]);
 	}
 	return 0;
 }

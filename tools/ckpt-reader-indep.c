@@ -7,12 +7,13 @@
  *	# model M iteration N shards S kind K
  *	NAME ROW V0 V1 ...		(one line per present row, in table order)
  *
- * Floats are printed with %.9g (f32) or %.17g (f64), so they read back
- * exactly. Exit 0 ok, 1 the checkpoint is damaged, 2 it is unsupported
+ * Floats are printed with %.9g (f32, f16, bf16) or %.17g (f64), so they
+ * read back exactly. Exit 0 ok, 1 the checkpoint is damaged, 2 it is unsupported
  * (scar-ckpt(5): unknown flags, dtype, role or shard rule), or a usage or
  * I/O error.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,10 +112,10 @@ struct tensor {
 
 static size_t dtype_size(const char *d)
 {
-	static const char *n[] = { "f32", "f64", "i32", "i64", "u32", "u64", "u8" };
-	static const size_t s[] = { 4, 8, 4, 8, 4, 8, 1 };
+	static const char *n[] = { "f32", "f64", "i32", "i64", "u32", "u64", "u8", "f16", "bf16" };
+	static const size_t s[] = { 4, 8, 4, 8, 4, 8, 1, 2, 2 };
 
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 9; i++)
 		if (strcmp(d, n[i]) == 0)
 			return s[i];
 	unsupported("unknown dtype");
@@ -134,6 +135,18 @@ static void print_elem(const struct tensor *t, const unsigned char *p)
 	} else if (strcmp(t->dtype, "f64") == 0) {
 		memcpy(&d, &v, 8);
 		printf(" %.17g", d);
+	} else if (strcmp(t->dtype, "f16") == 0) {
+		/* binary16: sign bit 15, exponent bits 14-10 biased by 15, fraction 9-0 */
+		unsigned e = (unsigned)(v >> 10) & 31, m = (unsigned)v & 1023;
+
+		d = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+		printf(" %.9g", v >> 15 ? -d : d);
+	} else if (strcmp(t->dtype, "bf16") == 0) {
+		/* the top 16 bits of a binary32 */
+		uint32_t u = (uint32_t)v << 16;
+
+		memcpy(&f, &u, 4);
+		printf(" %.9g", f);
 	} else if (t->dtype[0] == 'i') {
 		printf(" %" PRId64, t->esz == 4 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v);
 	} else {
@@ -246,6 +259,8 @@ int main(int argc, char **argv)
 		    !json_is_array(shape) || !pr || json_array_size(shape) > 8)
 			bad("tensor table");
 		t->esz = dtype_size(t->dtype);
+		if (t->esz == 2 && le(meta_minor, 2) < 2)
+			unsupported("f16 or bf16 in a file below version 1.2");
 		if (strcmp(str(o, "role"), "param") && strcmp(str(o, "role"), "state"))
 			unsupported("unknown role");
 		for (size_t d = 0; d < json_array_size(shape); d++)

@@ -30,7 +30,7 @@ enum {
 	OPT_COMPRESS = 256, OPT_DTYPE, OPT_FORMAT, OPT_ITERATION, OPT_JSON, OPT_LEVEL,
 	OPT_MODEL, OPT_NAME, OPT_NO_COMPRESS, OPT_NO_SYNC, OPT_ROLE, OPT_ROWS, OPT_SHAPE,
 	OPT_SHARD, OPT_SHARDS, OPT_TENSOR, OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_SEED,
-	OPT_FORCE,
+	OPT_FORCE, OPT_STREAM,
 };
 
 extern const struct option info_opts[], verify_opts[], export_opts[], import_opts[],
@@ -48,6 +48,8 @@ int cmd_verify(int argc, char **argv);
 
 /* Print a library error, naming path when the library did not; a closed pipe exits quietly. */
 void warn_err(const char *path, struct scar_error *e);
+/* -1 (warned) when the snapshot at path has an F8 tensor, which no checkpoint holds. */
+int refuse_f8(const char *path);
 void *xmalloc(size_t n);
 void *xrealloc(void *p, size_t n);
 /* dir without trailing slashes (but "/" stays); caller frees. */

@@ -18,8 +18,9 @@ int cmd_convert(int argc, char **argv)
 		case OPT_NO_COMPRESS: compress = 0; break;
 		case OPT_DTYPE:
 			dtype = parse_dtype_opt(optarg);
-			if (dtype != SCAR_F32 && dtype != SCAR_F64)
-				cli_usage_error("option '--dtype': '%s' is not f32 or f64", optarg);
+			if (!scar_dtype_is_float(dtype))
+				cli_usage_error("option '--dtype': '%s' is not f32, f64, f16 or bf16",
+						optarg);
 			break;
 		case OPT_LEVEL:
 			level = cli_parse_u64("--level", optarg, 0, 12);
@@ -46,7 +47,7 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (dtype)
 		for (i = 0; i < st->ntensors; i++)
-			if ((st->tensors[i]->dtype == SCAR_F32 || st->tensors[i]->dtype == SCAR_F64) &&
+			if (scar_dtype_is_float(st->tensors[i]->dtype) &&
 			    st->tensors[i]->dtype != dtype)
 				convert_tensor(&st->tensors[i], dtype);
 	if (shards)

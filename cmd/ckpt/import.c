@@ -341,6 +341,37 @@ static int take_metadata(struct scar_state *st, const json_t *meta, const char *
 	return 0;
 }
 
+/*
+ * The checkpoint format has no 8-bit float, and a tensor widened to f32
+ * would come back from export as F32, four times the size: refused, by
+ * name, before anything is read (import and save).
+ */
+int refuse_f8(const char *path)
+{
+	struct scar_arrayfile *f;
+	struct scar_error e;
+	int rc = 0;
+
+	scar_error_clear(&e);
+	if (scar_arrayfile_open(&f, path, &e) < 0) {
+		warn_err(path, &e);
+		return -1;
+	}
+	for (size_t i = 0; i < scar_arrayfile_count(f); i++) {
+		const struct scar_array_info *t = scar_arrayfile_tensor(f, i);
+
+		if (t->stored && !strncmp(t->stored, "f8", 2)) {
+			cli_warn("'%s': tensor '%s' is %s: a checkpoint has no 8-bit float type "
+				 "(scar-diff reads it; scar-inject restores its rows)", path, t->name,
+				 !strcmp(t->stored, "f8_e4m3") ? "F8_E4M3" : "F8_E5M2");
+			rc = -1;
+			break;
+		}
+	}
+	scar_arrayfile_close(f);
+	return rc;
+}
+
 static int import_safetensors(struct scar_state *st, const char *path, const char *name,
 			      enum scar_role role, unsigned given)
 {
@@ -351,8 +382,11 @@ static int import_safetensors(struct scar_state *st, const char *path, const cha
 	int rc = 0;
 
 	if (name)
-		cli_usage_error("--name does not apply to a safetensors file (tensors keep their names)");
+		cli_usage_error("--name does not apply to a safetensors file or directory (tensors keep "
+				"their names)");
 	scar_error_clear(&e);
+	if (refuse_f8(path) < 0)
+		return -1;
 	if (scar_array_load(path, &in, &e) < 0) {
 		warn_err(path, &e);
 		return -1;
@@ -449,7 +483,8 @@ int cmd_import(int argc, char **argv)
 
 		if (strcmp(path, "-") == 0)
 			cli_refuse_tty_stdin();
-		if (has_suffix(path, ".safetensors")) {
+		/* a Hugging Face sharded directory, or its index named: read as one safetensors file */
+		if (has_suffix(path, ".safetensors") || scar_array_is_sharded(path)) {
 			if (import_safetensors(st, path, name, io.role, given) < 0)
 				goto out;
 			continue;

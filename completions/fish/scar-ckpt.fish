@@ -22,7 +22,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from apply convert export impor
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l compress -d 'LZ4-compress the sections'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l no-compress -d 'store sections raw'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l level -x -a '0 1 2 3 4 5 6 7 8 9 10 11 12' -d 'LZ4 level'
-complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l dtype -x -a 'f32 f64' -d 'float type'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l dtype -x -a 'f32 f64 f16 bf16' -d 'float type'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert import" -l shards -x -d 'shard count'
 
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l format -x -a 'raw npy json safetensors' -d 'output format'
@@ -30,7 +30,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l rows -x -d 'onl
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l shard -x -d 'only the rows of shard N'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l tensor -x -d 'tensor name'
 
-complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l dtype -x -a 'f32 f64 i32 u32 i64 u64 u8' -d 'element type'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l dtype -x -a 'f32 f64 f16 bf16 i32 u32 i64 u64 u8' -d 'element type'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l iteration -x -d 'iteration'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l model -x -d 'model name'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l name -x -d 'tensor name'
@@ -47,6 +47,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l interval -x -d 'f
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l iteration -x -d 'the snapshot iteration'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l seed -x -d 'random policy seed'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l shards -x -d 'shard count of a snapshot'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l stream -d 'snapshots one after another from a pipe'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l force -d 'go on under another policy'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l no-sync -d 'do not fsync'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -F

@@ -2,8 +2,9 @@
 """scar_torch.py - SCAR on a real PyTorch training loop, through the scar tools only.
 
 A small MLP learns Fashion-MNIST on the CPU, deterministically. The loop stays
-thin: it trains, writes its parameters as safetensors and its objective as a
-scar-events stream, and calls the tools; every SCAR decision is theirs:
+thin: it trains, writes its parameters as safetensors and its objective and
+step norm as a scar-events stream (so scar-bound fit can fit c), and calls the
+tools; every SCAR decision is theirs:
 
   scar-ckpt save     checkpoints each iteration by a policy (priority at
                      fraction 1/4, or full at the same I/O) into a run directory
@@ -101,8 +102,13 @@ class Run:
         with torch.no_grad():
             return float(torch.nn.functional.cross_entropy(self.model(self.xe), self.ye))
 
+    def params64(self):
+        return [p.detach().to(torch.float64) for p in self.model.parameters()]
+
     def step(self, k):
-        """Iteration k -> k + 1: one pass over the data, the order keyed by (seed, k)."""
+        """Iteration k -> k + 1: one pass over the data, the order keyed by (seed, k).
+        Returns the step norm ||x(k+1) - x(k)||: L2 over all parameter tensors, in float64."""
+        before = self.params64()
         order = np.random.default_rng([1, k]).permutation(len(self.x))
         lr = LR / (1 + LR_DECAY * k)
         opt = torch.optim.SGD(self.model.parameters(), lr=lr)
@@ -111,6 +117,7 @@ class Run:
             opt.zero_grad()
             torch.nn.functional.cross_entropy(self.model(self.x[i]), self.y[i]).backward()
             opt.step()
+        return float(torch.sqrt(sum(((a - b) ** 2).sum() for a, b in zip(self.params64(), before))))
 
 
 def trial(kind, T, seed, n, extra, data, work):
@@ -124,9 +131,9 @@ def trial(kind, T, seed, n, extra, data, work):
     k, clock, saved, last = 0, 0, 0, n + (extra if kind != "reference" else 0)
     run.event({"type": "iteration", "iter": 0, "objective": run.objective()})
     while clock < last:
-        run.step(k)
+        s = run.step(k)
         k, clock = k + 1, clock + 1
-        run.event({"type": "iteration", "iter": clock, "objective": run.objective()})
+        run.event({"type": "iteration", "iter": clock, "objective": run.objective(), "step_norm": s})
         if kind == "reference":
             continue
         write_safetensors(snap, run.model)

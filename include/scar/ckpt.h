@@ -132,7 +132,7 @@ struct scar_ckpt_section_info {
 
 struct scar_ckpt_info {
 	int version;			/* the major format version, 1 */
-	int minor;			/* the file's minor version: 1 if it has a present bitmap */
+	int minor;			/* the file's minor version: 2 with an f16 or bf16 tensor, else 1 with a present bitmap, else 0 */
 	char model[SCAR_NAME_MAX];
 	uint64_t iteration;
 	uint32_t shards;

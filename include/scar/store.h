@@ -191,6 +191,28 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
 				 struct scar_state *st, int force, int sync,
 				 struct scar_store_policy_result *res, struct scar_error *err);
 
+/*
+ * The same for a run of snapshots (scar-ckpt save --stream): open reads the
+ * directory once - its newest checkpoint and its saved view, checked as
+ * above - and keeps the view in memory; each put is one
+ * scar_store_policy_checkpoint call on it, writing the same files, without
+ * reading the directory again. The caller holds the store's lock from open
+ * to close (nobody else may write the directory meanwhile). The policy is
+ * held against the view file's at the first put (after its layout check, as
+ * a call makes them). After a put that failed while writing, every later
+ * put fails with SCAR_EINVAL (the view in memory may no longer be the
+ * directory's); a refused snapshot (SCAR_EMISMATCH, an iteration not after
+ * the last) changes nothing. s and o are copied or borrowed until close;
+ * close(NULL) does nothing.
+ */
+struct scar_store_policy;
+int scar_store_policy_open(struct scar_store_policy **out, const struct scar_store *s,
+			   const struct scar_train_opts *o, int force, int sync,
+			   struct scar_error *err);
+int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
+			  struct scar_store_policy_result *res, struct scar_error *err);
+void scar_store_policy_close(struct scar_store_policy *p);
+
 struct scar_store_write_opts {
 	int compress, sync;		/* as scar_ckpt_save_opts */
 	uint64_t clock;			/* the trainer's clock, for the manifest */

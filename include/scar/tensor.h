@@ -40,6 +40,8 @@ enum scar_dtype {
 	SCAR_I64 = 5,
 	SCAR_U64 = 6,
 	SCAR_U8 = 7,
+	SCAR_F16 = 8,	/* IEEE 754 binary16 (checkpoint format 1.2) */
+	SCAR_BF16 = 9,	/* bfloat16: the top 16 bits of a binary32 (format 1.2) */
 };
 
 /*
@@ -68,7 +70,7 @@ struct scar_tensor {
 	uint8_t *present;
 };
 
-/* "f32", "f64", ...; NULL for an unknown value. */
+/* "f32", "f64", ..., "f16", "bf16"; NULL for an unknown value. */
 const char *scar_dtype_name(enum scar_dtype t);
 /* Parse a dtype name; returns the dtype or 0 when unknown. */
 enum scar_dtype scar_dtype_parse(const char *name);
@@ -87,6 +89,15 @@ uint16_t scar_f32_to_f16(float f);
 float scar_f16_to_f32(uint16_t h);
 uint16_t scar_f32_to_bf16(float f);
 float scar_bf16_to_f32(uint16_t h);
+/*
+ * A double rounded once to binary16 or bfloat16, to nearest even (not
+ * through a float, which could round twice); the same NaN and overflow
+ * rules. scar_tensor_set stores f16 and bf16 elements with these.
+ */
+uint16_t scar_f64_to_f16(double v);
+uint16_t scar_f64_to_bf16(double v);
+/* Nonzero for the floating-point dtypes: f32, f64, f16 and bf16. */
+int scar_dtype_is_float(enum scar_dtype t);
 
 /*
  * Allocate a zero-filled tensor. Fails with SCAR_EINVAL on a bad dtype, ndim

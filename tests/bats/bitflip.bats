@@ -82,6 +82,15 @@ setup() {
 	flip_all p.ckpt
 }
 
+@test "every bit of an f16 and bf16 checkpoint (format 1.2: F32, F16, BF16, I64, 2 shards)" {
+	/usr/bin/python3 -c 'import numpy' 2>/dev/null || skip "Debian's python3-numpy is not installed"
+	/usr/bin/python3 "$SCAR_ROOT/tests/mksafetensors.py" h.safetensors 4
+	scar-ckpt import --no-sync --shards 2 -o h.ckpt h.safetensors
+	[ "$(od -An -tu2 -j10 -N2 h.ckpt | tr -d ' ')" = 2 ]
+	scar-ckpt verify -q h.ckpt
+	flip_all h.ckpt
+}
+
 @test "other byte values (00, 55, aa, ff) at offsets in every part are detected" {
 	scar-train -m ridge --set n=20 --set d=4 -n 2 --shards 1 --no-timing -q --save s.ckpt > /dev/null
 	# Not only single bits: whole-byte overwrites in header, metadata, sections, index, trailer.

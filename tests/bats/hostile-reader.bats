@@ -125,7 +125,10 @@ w("unsup-flag-bit3.ckpt", ckpt(good, [sec(flags=8)]))
 w("unsup-reserved.ckpt", ckpt(good, [sec(reserved=1)]))
 w("unsup-trailer-flags.ckpt", ckpt(good, [sec()], tflags=1))
 w("unsup-role.ckpt", ckpt(meta([ten(4, role="optimizer")]), [sec()]))
-w("unsup-dtype.ckpt", ckpt(meta([ten(4, dtype="f16")]), [sec()]))
+w("unsup-dtype.ckpt", ckpt(meta([ten(4, dtype="f8")]), [sec()]))
+# f16 and bf16 are 1.2 dtypes: in a file that says 1.0 or 1.1, unknown, as to a 1.1 reader
+w("unsup-f16-in-1.1.ckpt", ckpt(meta([ten(2, dtype="f16")]), [sec()], minor=1))
+w("unsup-bf16-in-1.0.ckpt", ckpt(meta([ten(2, dtype="bf16")]), [sec()], minor=0))
 w("unsup-shard-rule.ckpt", ckpt(meta([ten(4)], shard_rule="row div shards"), [sec()]))
 # order of checks: the first failing check decides
 w("order-unsup-flags-before-raw-len.ckpt", ckpt(good, [(4, b"abcde", 8, 0, None)]))
@@ -137,6 +140,9 @@ w("ok-zero-rows-list.ckpt", ckpt(meta([ten(0, [])])))
 w("ok-zero-rows-bitmap.ckpt", ckpt(meta([ten(0, {"bitmap": ""})]), minor=1))
 w("ok-bitmap-in-1.1.ckpt", ckpt(meta([ten(4, {"bitmap": "Dw=="})]), [sec()], minor=1))
 w("ok-minor-7.ckpt", ckpt(good, [sec()], minor=7))
+# 1.2: "abcd" is f16 0x6261 0x6463 (816.5 and 1123), bf16 the top halves of binary32
+w("ok-f16-in-1.2.ckpt", ckpt(meta([ten(2, dtype="f16")]), [(2, b"abcd", 0, 0, None)], minor=2))
+w("ok-bf16-in-1.2.ckpt", ckpt(meta([ten(2, dtype="bf16")]), [(2, b"\x80\x3f\xc0\x7f", 0, 0, None)], minor=2))
 w("ok-int-2^63-1.ckpt", ckpt(meta([ten(4)], extra={"x": 2**63 - 1, "y": -2**63}), [sec()]))
 w("ok-surrogate-pair.ckpt", ckpt(meta([ten(4)]).replace(b'"extra":{}', b'"extra":{"x":"\\ud83d\\ude00"}'), [sec()]))
 w("ok-depth-2048.ckpt", ckpt(meta([ten(4)]).replace(b'"extra":{}', b'"extra":{"d":' + b"[" * 2046 + b"]" * 2046 + b"}"), [sec()]))
@@ -245,6 +251,18 @@ classify() {
 	classify 0 ok-bitmap-in-1.1.ckpt ok-minor-7.ckpt
 }
 
+@test "spec: f16 and bf16 are format 1.2; in a 1.0 or 1.1 file they are unsupported, as to a 1.1 reader" {
+	classify 2 unsup-f16-in-1.1.ckpt unsup-bf16-in-1.0.ckpt
+	run -2 scar-ckpt verify unsup-f16-in-1.1.ckpt
+	[[ $output == *"tensor 'w' has dtype 'f16' in a version 1.1 file (it needs 1.2)"* ]]
+	classify 0 ok-f16-in-1.2.ckpt ok-bf16-in-1.2.ckpt
+	# the independent reader's numbers are scar's
+	[ "$("$SCAR_ROOT/tools/ckpt-reader-indep" ok-f16-in-1.2.ckpt | tail -2)" = "$(printf 'w 0 816.5\nw 1 1123')" ]
+	[ "$("$SCAR_ROOT/tools/ckpt-reader-indep" ok-bf16-in-1.2.ckpt | tail -2)" = "$(printf 'w 0 1\nw 1 nan')" ]
+	[ "$(scar-ckpt export --format json ok-f16-in-1.2.ckpt | jq -c .data)" = '[[816.5],[1123]]' ]
+	[ "$(scar-ckpt export --format json ok-bf16-in-1.2.ckpt | jq -c .data)" = '[[1],[null]]' ]
+}
+
 @test "spec: the unsupported class is exit 2 of verify, for every member, and the reason is named" {
 	classify 2 unsup-*.ckpt
 	run -2 scar-ckpt verify unsup-bcode-without-lz4.ckpt
@@ -298,5 +316,9 @@ classify() {
 	done
 	for f in tail7 bad-bitmap-in-1.0 unsup-bcode-without-lz4 bad-lz4-514-blocks ok-lz4-513-blocks; do
 		cmp "$f.ckpt" "$SCAR_ROOT/tests/fuzz/corpus/ckpt-load/reader-$f.ckpt"
+	done
+	for f in ok-f16-in-1.2 ok-bf16-in-1.2 unsup-f16-in-1.1; do
+		cmp "$f.ckpt" "$SCAR_ROOT/tests/fuzz/corpus/ckpt-load/reader-$f.ckpt"
+		cmp "$f.ckpt" "$SCAR_ROOT/tests/fuzz/corpus/ckpt-stream/reader-$f.ckpt"
 	done
 }

@@ -25,7 +25,7 @@ open(name, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(d)) + d.enco
 PY
 }
 
-@test "every .npy dtype scar-diff reads, f16 too, imports to the values scar-diff reads" {
+@test "every .npy dtype scar-diff reads, f16 too (kept native), imports to the values scar-diff reads" {
 	command -v python3 >/dev/null || skip "python3 not installed"
 	need_jq
 	mkdir h f
@@ -34,8 +34,11 @@ PY
 	run -0 scar-diff h/w.npy f/w.npy
 	run -0 scar-ckpt import -o h.ckpt h/w.npy
 	run -0 scar-diff h.ckpt f/w.npy
+	# f16 stays f16 (format 1.2), and export writes the file's bytes back
 	[ "$(scar-ckpt export --format json h.ckpt | jq -c '[.dtype, .data]')" = \
-	  '["f32",[[1.5,-2.25,3],[0.0009765625,65504,-0.5]]]' ]
+	  '["f16",[[1.5,-2.25,3],[0.0009765625,65504,-0.5]]]' ]
+	scar-ckpt export -o back.npy h.ckpt
+	cmp h/w.npy back.npy
 	# big-endian, and --dtype converts after widening
 	npy h/b.npy '>f2' '(6,)' '>6e' 1.5 -2.25 3 0.0009765625 65504 -0.5
 	run -0 scar-ckpt import --dtype f64 -o b.ckpt h/b.npy

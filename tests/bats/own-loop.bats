@@ -506,3 +506,115 @@ PY
 	run -2 scar-bound cost ref.jsonl only.jsonl
 	[[ "$output" == *"only.jsonl"*"no iteration record"* ]]
 }
+
+# Python: tensor by tensor, dtype, shape and data bytes of two safetensors files agree.
+same_tensors() {
+	/usr/bin/python3 - "$@" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); d = b[8 + n:]
+    return {k: (v["dtype"], v["shape"], d[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__"}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a == b, "tensors differ"
+print(" ".join("%s:%s" % (k, a[k][0]) for k in a))
+PY
+}
+
+@test "f16 and bf16: safetensors F32, F16, BF16, I64 import and export back byte for byte, dtypes kept" {
+	mkst m.safetensors 1
+	scar-ckpt import --shards 4 -o m.ckpt m.safetensors
+	[ "$(scar-ckpt info --json m.ckpt | jq -c '[.minor_version, [.tensors[] | .dtype]]')" = \
+	  '[2,["f32","f16","bf16","i64"]]' ]
+	scar-ckpt export m.ckpt -o back.safetensors
+	run -0 same_tensors m.safetensors back.safetensors
+	[ "$output" = "fc.weight:F32 emb.half:F16 norm.bf16:BF16 ids:I64" ]
+	run -0 scar-diff -q m.safetensors m.ckpt
+	# f16 to .npy is '<f2', the same numbers; .npy has no bf16: refused, naming the tensor
+	scar-ckpt export --tensor emb.half -o h.npy m.ckpt
+	/usr/bin/python3 -c 'import numpy as np, sys; h = np.load("h.npy"); assert h.dtype == np.float16 and h.shape == (7, 3); print("ok")'
+	run -2 scar-ckpt export --tensor norm.bf16 -o b.npy m.ckpt
+	[[ "$output" == "scar-ckpt: 'b.npy': tensor 'norm.bf16' is bf16, which .npy has no type for"* ]]
+	[ ! -e b.npy ]
+	# widened to f32 (exactly): no difference, and a 1.0 file again
+	scar-ckpt convert --dtype f32 m.ckpt w.ckpt
+	[ "$(scar-ckpt info --json w.ckpt | jq -c '[.minor_version, [.tensors[] | .dtype]]')" = \
+	  '[0,["f32","f32","f32","i64"]]' ]
+	run -0 --separate-stderr scar-diff --json m.ckpt w.ckpt
+	jq -e '.l2 == 0 and .changed == 0 and ([.tensors[].dtype] == ["f32", "f32", "f32", "i64"])' <<< "$output"
+	run -0 scar-diff -q w.ckpt m.safetensors
+	# and narrowed back: the same bytes as before
+	scar-ckpt convert --dtype f16 w.ckpt h16.ckpt
+	scar-ckpt export --tensor emb.half h16.ckpt -o h16.npy
+	cmp h.npy h16.npy
+	# a file without f16 or bf16 is written as before: format 1.0
+	scar-train -q --no-timing -m ridge -n 2 --save r.ckpt > /dev/null
+	[ "$(od -An -tu2 -j10 -N2 r.ckpt | tr -d ' ')" = 0 ]
+}
+
+@test "f16 and bf16: inject and apply; nothing perturbed is exactly no change" {
+	mkst m.safetensors 1
+	scar-ckpt import --shards 4 -o m.ckpt m.safetensors
+	scar-ckpt export m.ckpt -o m2.safetensors
+	# null perturbations: exactly zero
+	run -0 scar-inject --noise-l2 0 --report r0.json m.ckpt z.ckpt
+	run -0 scar-diff -q --all m.ckpt z.ckpt
+	jq -e '.delta_norm == 0' r0.json
+	run -0 scar-inject --lose-shards 1 --reset from=m.ckpt --report r1.json m.ckpt same.ckpt
+	run -0 scar-diff -q --all m.ckpt same.ckpt
+	jq -e '.delta_norm == 0' r1.json
+	# noise on the f16 tensor reaches its norm, stays f16 and leaves the others' bytes
+	scar-inject --tensor emb.half --noise-l2 0.5 --report rn.json m.ckpt n.ckpt
+	jq -e '(.delta_norm - 0.5 | fabs) < 1e-6' rn.json
+	[ "$(scar-ckpt info --json n.ckpt | jq -r '.tensors[1].dtype')" = f16 ]
+	run -1 --separate-stderr scar-diff --json m.ckpt n.ckpt
+	jq -e '(.l2 - 0.5 | fabs) < 1e-6 and ([.tensors[] | select(.l2 > 0) | .name] == ["emb.half"])' <<< "$output"
+	# noise that would pass f16's largest finite value is refused
+	run -2 scar-inject --tensor emb.half --noise-l2 1e6 m.ckpt big.ckpt
+	[[ "$output" == *"does not fit tensor 'emb.half' (f16)"* ]]
+	# lost shards zeroed: the other rows' bytes kept, in every dtype
+	scar-inject --lose-shards 1,3 --reset zero m.ckpt l.ckpt 2> /dev/null
+	scar-ckpt export l.ckpt -o l.safetensors
+	run -0 rows_check l.safetensors zero m2.safetensors 4 1,3
+	# bit flips land in bf16's 7 mantissa bits
+	run -0 scar-inject --tensor norm.bf16 --bitflip-count 5 --bits mantissa --report rb.json m.ckpt fb.ckpt
+	run -1 --separate-stderr scar-diff --json --tensor norm.bf16 m.ckpt fb.ckpt
+	jq -e '.changed >= 1 and .changed <= 5' <<< "$output"
+	# a partial checkpoint of f16 rows applied over the base gives them back
+	scar-ckpt save --no-sync --policy priority --fraction 1/2 --interval 2 --shards 4 --iteration 0 m.safetensors R > /dev/null
+	scar-ckpt save --no-sync --policy priority --fraction 1/2 --interval 2 --shards 4 --iteration 1 l.safetensors R > /dev/null
+	scar-ckpt apply --no-sync -o v.ckpt R
+	run -0 scar-diff -q --all v.ckpt R/.scar-view.ckpt
+	[ "$(scar-ckpt info --json R/ckpt-0000000001.ckpt | jq -c '[.kind, .minor_version]')" = '["partial",2]' ]
+}
+
+@test "f16 and bf16: from=DIR restores a bf16 snapshot's lost rows from the saved view, bytes exact" {
+	mkst s0.safetensors 1
+	mkst s1.safetensors 2
+	mkst s2.safetensors 3
+	scar-ckpt save --no-sync --policy priority --fraction 1/2 --interval 2 --shards 4 --iteration 0 s0.safetensors R > /dev/null
+	scar-ckpt save --no-sync --policy priority --fraction 1/2 --interval 2 --shards 4 --iteration 1 s1.safetensors R > /dev/null
+	[ "$(scar-ckpt info --json R/.scar-view.ckpt | jq -c '[.tensors[] | .dtype]')" = '["f32","f16","bf16","i64"]' ]
+	scar-ckpt export R/.scar-view.ckpt -o view.safetensors
+	run -0 scar-inject --shards 4 --lose-shards 1,2 --reset from=R s2.safetensors rec.safetensors
+	jq -e '.rows_touched > 0 and .tensors_touched == 4' <<< "$output"
+	run -0 rows_check rec.safetensors view.safetensors s2.safetensors 4 1,2
+	scar-inject --shards 4 --lose-shards 1,2 --reset from=view.safetensors s2.safetensors want.safetensors 2> /dev/null
+	cmp rec.safetensors want.safetensors
+	# one tensor only: the bf16 one
+	run -0 scar-inject --shards 4 --lose-shards 3 --tensor norm.bf16 --reset from=R s2.safetensors one.safetensors
+	jq -e '.tensors_touched == 1' <<< "$output"
+}
+
+@test "f16 and bf16: the built-in models refuse to resume from another dtype, naming the tensor and both" {
+	scar-train -q --no-timing -m ridge -n 3 --save r.ckpt > /dev/null
+	scar-ckpt convert --dtype f16 r.ckpt r16.ckpt
+	run -2 scar-train -q --no-timing --resume r16.ckpt -n 6
+	[[ "$output" == "scar-train: checkpoint tensor 'w' is f16, model 'ridge' keeps it as f64"* ]]
+	scar-train -q --no-timing -m mlr -n 2 --save m.ckpt > /dev/null
+	scar-ckpt convert --dtype bf16 m.ckpt mb.ckpt
+	run -2 scar-train -q --no-timing --resume mb.ckpt -n 4
+	[[ "$output" == *"checkpoint tensor '"*"' is bf16, model 'mlr' keeps it as f32"* ]]
+}

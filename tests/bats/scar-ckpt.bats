@@ -612,6 +612,20 @@ PY
 	awk 'NR == FNR { a[FNR] = $0; next }
 		{ n = split(a[FNR], x, " "); if (n != NF) exit 1
 		  for (i = 1; i <= n; i++) if (x[i] != $i && x[i] + 0 != $i + 0) exit 1 }' want.txt got.txt
+	# f16 and bf16 (format 1.2): the same numbers, every tensor
+	if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+		/usr/bin/python3 "$SCAR_ROOT/tests/mksafetensors.py" h.safetensors 3
+		scar-ckpt import --no-sync --shards 3 -o h.ckpt h.safetensors
+		"$indep" h.ckpt > indep-h.txt
+		for t in fc.weight emb.half norm.bf16 ids; do
+			grep "^$t " indep-h.txt > want.txt
+			rows "$t" h.ckpt > got.txt
+			[ "$(wc -l < want.txt)" -gt 0 ] && [ "$(wc -l < want.txt)" -eq "$(wc -l < got.txt)" ]
+			awk 'NR == FNR { a[FNR] = $0; next }
+				{ n = split(a[FNR], x, " "); if (n != NF) exit 1
+				  for (i = 1; i <= n; i++) if (x[i] != $i && x[i] + 0 != $i + 0) exit 1 }' want.txt got.txt
+		done
+	fi
 	# Damage is named in words, not by LZ4's error names.
 	run -1 --separate-stderr "$indep" "$FIXTURES/ckpt/bitflip-payload.ckpt"
 	[[ $stderr == "ckpt-reader-indep: offset "*": LZ4 block checksum mismatch" ]]

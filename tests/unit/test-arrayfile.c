@@ -1,5 +1,6 @@
 /* test-arrayfile.c - .npy and safetensors round trips and rejections. */
 #include <fcntl.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -96,21 +97,21 @@ static void test_npy_foreign(void)
 	put(unit_tmp("short.npy"), file, n + 10);
 	CHECK(scar_arrayfile_open(&f, unit_tmp("short.npy"), &e) == SCAR_ETRUNC);
 	CHECK(f == NULL);
-	/* half precision is widened to f32 as it is read */
+	/* half precision is read as it is stored: f16, its bytes */
 	memcpy(file + 10 + 11, "<f2", 3);
 	memcpy(file + n, "\x00\x3c\x00\xc0", 4);
 	put(unit_tmp("half.npy"), file, n + 4);
 	CHECK_RC(scar_arrayfile_open(&f, unit_tmp("half.npy"), NULL));
 	if (f) {
-		float h[2];
+		uint16_t h[2];
 		const struct scar_array_info *ti = scar_arrayfile_tensor(f, 0);
 
-		CHECK(ti->dtype == SCAR_F32 && ti->nbytes == 8 && ti->stored_size == 2);
-		CHECK(ti->stored && strcmp(ti->stored, "f16") == 0);
-		CHECK_RC(scar_arrayfile_read(f, 0, 0, h, 8, NULL));
-		CHECK(h[0] == 1.0f && h[1] == -2.0f);
-		CHECK_RC(scar_arrayfile_read(f, 0, 4, h, 4, NULL));
-		CHECK(h[0] == -2.0f);
+		CHECK(ti->dtype == SCAR_F16 && ti->nbytes == 4 && ti->stored_size == 2);
+		CHECK(ti->stored == NULL);
+		CHECK_RC(scar_arrayfile_read(f, 0, 0, h, 4, NULL));
+		CHECK(scar_f16_to_f32(h[0]) == 1.0f && scar_f16_to_f32(h[1]) == -2.0f);
+		CHECK_RC(scar_arrayfile_read(f, 0, 2, h, 2, NULL));
+		CHECK(h[0] == 0xc000);
 		scar_arrayfile_close(f);
 	}
 	put(unit_tmp("half.npy"), file, n + 3);
@@ -196,7 +197,10 @@ static void test_safetensors_bad(void)
 	st_bad("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, 0);
 	st_bad("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
 	       SCAR_EFORMAT);
-	st_bad("{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
+	st_bad("{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2, 0);
+	st_bad("{\"a\":{\"dtype\":\"F8_E5M2\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+	       SCAR_EFORMAT);
+	st_bad("{\"a\":{\"dtype\":\"F8_E8M0\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
 	       SCAR_EUNSUPPORTED);
 	st_bad("{\"a\":{\"dtype\":\"f4\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
 	       SCAR_EUNSUPPORTED);
@@ -231,6 +235,27 @@ static void test_pipe(void)
 	scar_tensor_free(t);
 }
 
+/* A few codes of each 8-bit float (tests/bats/hf-sharded.bats checks all 256). */
+static void test_f8(void)
+{
+	CHECK(scar_f8e4m3_to_f32(0x7e) == 448.0f);
+	CHECK(scar_f8e4m3_to_f32(0xfe) == -448.0f);
+	CHECK(scar_f8e4m3_to_f32(0x01) == 0x1p-9f);
+	CHECK(scar_f8e4m3_to_f32(0x08) == 0x1p-6f);
+	CHECK(scar_f8e4m3_to_f32(0x38) == 1.0f);
+	CHECK(isnan(scar_f8e4m3_to_f32(0x7f)) && isnan(scar_f8e4m3_to_f32(0xff)));
+	CHECK(isinf(scar_f8e4m3_to_f32(0x78)) == 0 && scar_f8e4m3_to_f32(0x78) == 256.0f);
+	CHECK(signbit(scar_f8e4m3_to_f32(0x80)) && scar_f8e4m3_to_f32(0x80) == 0.0f);
+	CHECK(scar_f8e5m2_to_f32(0x7b) == 57344.0f);
+	CHECK(scar_f8e5m2_to_f32(0x01) == 0x1p-16f);
+	CHECK(scar_f8e5m2_to_f32(0x3c) == 1.0f);
+	CHECK(isinf(scar_f8e5m2_to_f32(0x7c)) && scar_f8e5m2_to_f32(0xfc) < 0);
+	CHECK(isnan(scar_f8e5m2_to_f32(0x7d)) && isnan(scar_f8e5m2_to_f32(0xff)));
+	for (unsigned b = 0; b < 128; b++)	/* E5M2 is F16's high byte */
+		CHECK(isnan(scar_f8e5m2_to_f32((uint8_t)b)) ||
+		      scar_f8e5m2_to_f32((uint8_t)b) == scar_f16_to_f32((uint16_t)(b << 8)));
+}
+
 int main(void)
 {
 	dir = unit_scratch("arrayfile");
@@ -238,6 +263,7 @@ int main(void)
 	test_npy_foreign();
 	test_safetensors();
 	test_safetensors_bad();
+	test_f8();
 	test_pipe();
 	unit_scratch_remove();
 	return unit_done("test-arrayfile");

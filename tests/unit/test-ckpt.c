@@ -263,6 +263,57 @@ static void test_interleaved_rows(void)
 	unlink(unit_tmp("interleaved.ckpt"));
 }
 
+/* The minor version a saved state's header says. */
+static unsigned saved_minor(const struct scar_state *st, const char *name)
+{
+	struct scar_ckpt_save_opts o;
+	struct scar_error e;
+	unsigned char h[12] = { 0 };
+	FILE *f;
+
+	scar_ckpt_save_opts_init(&o);
+	o.sync = 0;
+	CHECK_E(scar_ckpt_save(st, unit_tmp(name), &o, &e), e);
+	f = fopen(unit_tmp(name), "rb");
+	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
+	if (f)
+		fclose(f);
+	return ckpt_get16(h + 10);
+}
+
+/* f16 and bf16 tensors: format 1.2, bytes kept; without them the file is as before. */
+static void test_halves(void)
+{
+	uint64_t shape[2] = { 37, 3 };
+	struct scar_state *st = NULL, *ld = NULL;
+	struct scar_tensor *t;
+	struct scar_error e;
+
+	CHECK_RC(scar_state_new(&st, "", NULL));
+	st->shards = 4;
+	CHECK_RC(scar_state_add(st, mk("w", SCAR_F32, SCAR_ROLE_PARAM, 2, shape, 0), NULL));
+	CHECK(saved_minor(st, "h.ckpt") == 0);
+	CHECK_RC(scar_state_add(st, mk("h", SCAR_F16, SCAR_ROLE_PARAM, 2, shape, 0), NULL));
+	CHECK_RC(scar_state_add(st, mk("b", SCAR_BF16, SCAR_ROLE_STATE, 2, shape, 1), NULL));
+	CHECK(saved_minor(st, "h.ckpt") == 2);
+	CHECK_E(scar_ckpt_load(unit_tmp("h.ckpt"), &ld, &e), e);
+	CHECK(ld && same_state(st, ld));
+	t = ld ? scar_state_find(ld, "b") : NULL;
+	CHECK(t && t->dtype == SCAR_BF16 && t->role == SCAR_ROLE_STATE);
+	scar_state_free(ld);
+	/* scattered rows (a bitmap, 1.1) and f16: 1.2 says both */
+	t = scar_state_find(st, "h");
+	CHECK_RC(scar_tensor_init_present(t, 0, NULL));
+	for (uint64_t r = 0; r < shape[0]; r += 2)
+		t->present[r] = 1;
+	CHECK(saved_minor(st, "h.ckpt") == 2);
+	CHECK_E(scar_ckpt_load(unit_tmp("h.ckpt"), &ld, &e), e);
+	CHECK(ld && same_state(st, ld));
+	scar_state_free(ld);
+	scar_state_free(st);
+	unlink(unit_tmp("h.ckpt"));
+}
+
 static void test_random_access(void)
 {
 	struct scar_state *st = mkstate(3, 1);
@@ -588,6 +639,7 @@ int main(void)
 	test_roundtrips();
 	test_big();
 	test_interleaved_rows();
+	test_halves();
 	test_random_access();
 	test_pipe();
 	test_no_sections();

@@ -83,6 +83,121 @@ static void test_halves(void)
 	CHECK(scar_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);	/* tie to even */
 	CHECK(scar_f32_to_bf16(1.0f + 0x3p-8f) == 0x3f82);
 	CHECK(isnan(scar_bf16_to_f32(scar_f32_to_bf16(NAN))));
+	/* from a double, rounded once: a float would land on the tie and round down */
+	CHECK(scar_f64_to_f16(1.0 + 0x1p-11 + 0x1p-40) == 0x3c01);
+	CHECK(scar_f64_to_f16(1.0 + 0x1p-11) == 0x3c00);
+	CHECK(scar_f64_to_f16(-(1.0 + 0x1p-11 + 0x1p-40)) == 0xbc01);
+	CHECK(scar_f64_to_f16(0x1p-25 + 0x1p-60) == 0x0001);
+	CHECK(scar_f64_to_f16(1e300) == 0x7c00 && scar_f64_to_f16(65519.99) == 0x7bff);
+	CHECK(scar_f64_to_bf16(1.0 + 0x1p-8 + 0x1p-40) == 0x3f81);
+	CHECK(scar_f64_to_bf16(1.0 + 0x1p-8) == 0x3f80);
+	CHECK(scar_f64_to_bf16(1e300) == 0x7f80 && scar_f64_to_bf16(-1e-300) == 0x8000);
+	CHECK(scar_f64_to_bf16(0x1p-134 + 0x1p-180) == 0x0001);
+	CHECK(isnan(scar_f16_to_f32(scar_f64_to_f16(NAN))));
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		if ((h & 0x7c00) != 0x7c00 && scar_f64_to_f16(scar_f16_to_f32((uint16_t)h)) != h)
+			bad++;
+		if ((h & 0x7f80) != 0x7f80 && scar_f64_to_bf16(scar_bf16_to_f32((uint16_t)h)) != h)
+			bad++;
+	}
+	CHECK(bad == 0);
+	CHECK(scar_dtype_size(SCAR_F16) == 2 && scar_dtype_size(SCAR_BF16) == 2);
+	CHECK(scar_dtype_parse("f16") == SCAR_F16 && scar_dtype_parse("bf16") == SCAR_BF16);
+	CHECK(strcmp(scar_dtype_name(SCAR_BF16), "bf16") == 0);
+}
+
+static uint64_t popdiff(const struct scar_tensor *a, const struct scar_tensor *b, uint64_t mask);
+
+/* A state of one f16 and one bf16 parameter tensor, and the same widened to f32. */
+static struct scar_state *mkhalf(int widened)
+{
+	struct scar_state *s = NULL;
+	const char *names[2] = { "h", "b" };
+	enum scar_dtype dt[2] = { SCAR_F16, SCAR_BF16 };
+	uint64_t sh[2] = { 24, 3 };
+
+	CHECK_RC(scar_state_new(&s, "", NULL));
+	s->shards = 4;
+	for (int i = 0; i < 2; i++) {
+		struct scar_tensor *t = NULL;
+
+		CHECK_RC(scar_tensor_new(&t, names[i], widened ? SCAR_F32 : dt[i], SCAR_ROLE_PARAM, 2,
+					 sh, NULL));
+		for (uint64_t k = 0; k < 72; k++)
+			scar_tensor_set(t, k, dt[i] == SCAR_F16 ? ((double)(k % 11) - 5) / 7 :
+					      ((double)(k % 7) - 3) * 1.1e30);
+		if (widened)	/* the f32 value of the rounded half */
+			for (uint64_t k = 0; k < 72; k++)
+				((float *)t->data)[k] = dt[i] == SCAR_F16 ?
+					scar_f16_to_f32(scar_f64_to_f16(((double)(k % 11) - 5) / 7)) :
+					scar_bf16_to_f32(scar_f64_to_bf16(((double)(k % 7) - 3) * 1.1e30));
+		CHECK_RC(scar_state_add(s, t, NULL));
+	}
+	return s;
+}
+
+static void test_halves_perturbed(void)
+{
+	struct scar_state *s = mkhalf(0), *orig = mkhalf(0), *w = mkhalf(1), *w2;
+	struct scar_select sel;
+	struct scar_perturb_report rep;
+	struct scar_rng rng;
+	struct scar_error e;
+	uint8_t lost[4] = { 0, 1, 0, 0 }, none[4] = { 0 };
+	double got;
+
+	scar_select_init(&sel);
+	scar_rng_seed(&rng, 9);
+	/* the same values in f16/bf16 and in f32 are no difference */
+	CHECK(delta(s, orig) == 0);
+	CHECK(scar_perturb_norm(s, &sel) == scar_perturb_norm(w, &sel));
+	/* nothing perturbed is exactly nothing changed */
+	CHECK_RC(scar_perturb_noise(s, &sel, 0, &rng, &got, &rep, NULL));
+	CHECK_RC(scar_perturb_lose(s, &sel, none, SCAR_RESET_ZERO, NULL, &rng, &rep, NULL));
+	CHECK(same(s, orig) && delta(s, orig) == 0);
+	/* noise reaches its norm in f16 (bf16's 1e30 values take none: selected alone) */
+	sel.tensor = "h";
+	CHECK_RC(scar_perturb_noise(s, &sel, 0.5, &rng, &got, &rep, NULL));
+	CHECK_NEAR(got, 0.5, 0.5 * SCAR_NOISE_TOLERANCE);
+	CHECK_NEAR(delta(s, orig), got, 1e-12);
+	CHECK(rep.tensors == 1 && rep.rows == 24);
+	CHECK(memcmp(s->tensors[1]->data, orig->tensors[1]->data, 144) == 0);
+	/* noise past f16's largest finite value is refused and changes nothing */
+	CHECK_RC(scar_state_clone(&w2, s, NULL));
+	CHECK(scar_perturb_noise(s, &sel, 1e6, &rng, &got, &rep, &e) == SCAR_ERANGE);
+	CHECK(strstr(e.msg, "'h' (f16)") != NULL);
+	CHECK(same(s, w2));
+	scar_state_free(w2);
+	/* bf16 too, at its own scale */
+	sel.tensor = "b";
+	CHECK_RC(scar_perturb_noise(s, &sel, 3e29, &rng, &got, &rep, NULL));
+	CHECK_NEAR(got, 3e29, 3e29 * SCAR_NOISE_TOLERANCE);
+	/* lost rows restored from the original are the original's bytes */
+	sel.tensor = NULL;
+	CHECK_RC(scar_perturb_lose(s, &sel, lost, SCAR_RESET_ZERO, NULL, &rng, &rep, NULL));
+	for (uint64_t r = 1; r < 24; r += 4)
+		CHECK(scar_tensor_get(s->tensors[0], r * 3) == 0);
+	/* bit classes: f16 has 5 exponent and 10 mantissa bits, bf16 8 and 7 */
+	scar_state_free(s);
+	CHECK_RC(scar_state_clone(&s, orig, NULL));
+	sel.tensor = "h";
+	CHECK_RC(scar_perturb_bitflip_count(s, &sel, SCAR_BITS_EXPONENT, 72 * 5, &rng, &rep, NULL));
+	CHECK(popdiff(s->tensors[0], orig->tensors[0], 0x7c00) == 72 * 5);
+	sel.tensor = "b";
+	CHECK_RC(scar_perturb_bitflip_count(s, &sel, SCAR_BITS_MANTISSA, 72 * 7, &rng, &rep, NULL));
+	CHECK(popdiff(s->tensors[1], orig->tensors[1], 0x7f) == 72 * 7);
+	/* quantizing bf16 to bf16 changes nothing */
+	CHECK_RC(scar_perturb_quantize(s, &sel, SCAR_QUANT_BF16, &rep, NULL));
+	CHECK(popdiff(s->tensors[1], orig->tensors[1], 0x7f) == 72 * 7);
+	/* mixing with itself changes nothing; halfway to the original is rounded to even */
+	scar_state_free(s);
+	CHECK_RC(scar_state_clone(&s, orig, NULL));
+	sel.tensor = NULL;
+	CHECK_RC(scar_perturb_mix(s, &sel, orig, 0.5, &rep, NULL));
+	CHECK(same(s, orig));
+	scar_state_free(s);
+	scar_state_free(orig);
+	scar_state_free(w);
 }
 
 static void test_lose(void)
@@ -391,6 +506,7 @@ int main(void)
 {
 	test_select_check();
 	test_halves();
+	test_halves_perturbed();
 	test_lose();
 	test_noise();
 	test_bitflip();
