@@ -47,7 +47,7 @@ TOOL_BIN := $(TOOL_SRC:.c=)
 MAN_SRC  := $(sort $(wildcard man/*.[157]))
 HEADERS  := $(sort $(wildcard include/scar/*.h))
 
-.PHONY: FORCE experiment all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check
+.PHONY: FORCE experiment all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check tsan-check
 
 all: $(PROGS) lib/libscar.a scar.pc $(TOOL_BIN)
 
@@ -156,6 +156,15 @@ valgrind-check: all tests/fault-shim.so
 	mkdir -p $(VALGRIND_OUT)
 	SCAR_TEST_WRAPPER='$(VALGRIND)' SCAR_TEST_WRAPPER_MPI='$(VALGRIND_MPI)' bats $(BATS_FLAGS) $(VALGRIND_BATS); st=$$?; \
 	  sh tests/valgrind-report.sh $(VALGRIND_OUT) && exit $$st
+
+# tsan-check: the suites that run threads (scar-train --async), built with
+# ThreadSanitizer, which stops at the first report (halt_on_error). Call it
+# as is: it builds with SANITIZE=thread itself (rebuilding everything).
+TSAN_BATS := tests/bats/async.bats
+tsan-check:
+	$(MAKE) SANITIZE=thread all tests/fault-shim.so
+	TSAN_OPTIONS=halt_on_error=1 bats $(BATS_FLAGS) $(TSAN_BATS)
+	TSAN_OPTIONS=halt_on_error=1 bats $(BATS_FLAGS) -f 'async' tests/bats/faults.bats tests/bats/crash.bats
 
 deps:
 	@sh tools/deps.sh
