@@ -4,7 +4,8 @@
 # weights in 8 shards (128 MiB with BENCH_QUICK=1), 5 runs each, medians.
 #
 # write = `scar-ckpt import` of the raw matrix (read raw, compress, write,
-# fsync on or off) beside `lz4 -1 raw out.lz4`; read = `scar-ckpt verify`
+# fsync on or off; on 1 and 2 threads, and `dd conv=fsync` of the same
+# bytes for the disk's own limit) beside `lz4 -1 raw out.lz4`; read = `scar-ckpt verify`
 # (decode and check every section) beside `lz4 -d -c out.lz4 > /dev/null`;
 # `cat raw > /dev/null` is the floor. scar sections carry LZ4 block and
 # content checksums, so `lz4 -1 -BX` (block checksums on) is the like-for-like peer. All from the page cache. Peak RSS of
@@ -59,8 +60,12 @@ t_lz4d=$(median_of sh -c "lz4 -d -q -c '$lz' > /dev/null")
 # The same checksums as a scar section: -BX adds block checksums to the content one.
 t_lz4cx=$(median_of lz4 -1 -BX -q -f "$raw" "$lz.x")
 t_lz4dx=$(median_of sh -c "lz4 -d -q -c '$lz.x' > /dev/null")
-t_wnosync=$(median_of scar-ckpt import --no-sync --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
-t_wsync=$(median_of scar-ckpt import --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
+t_wnosync1=$(median_of scar-ckpt import --threads 1 --no-sync --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
+t_wnosync=$(median_of scar-ckpt import --threads 2 --no-sync --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
+t_wsync=$(median_of scar-ckpt import --threads 2 --dtype f32 --shape "$rows,$cols" --shards 8 --name w -o "$ck" "$raw")
+# The disk's own limit for a durable write of the same number of bytes.
+t_dd=$(median_of dd if="$raw" of="$out/w.dd" bs=4M conv=fsync status=none)
+rm -f "$out/w.dd"
 t_read=$(median_of scar-ckpt verify -q "$ck")
 t_info=$(median_of sh -c "scar-ckpt info '$ck' > /dev/null")
 
@@ -92,10 +97,12 @@ printf '%-32s %8s %7s %6s  %6s %6s  %s\n' operation wall_s MiB/s cpu_s wall_x cp
 row "cat raw > /dev/null" $t_cat
 row "lz4 -1 raw -> file" $t_lz4c
 row "lz4 -1 -BX (block checksums too)" $t_lz4cx
-row "scar write, fsync off (import)" $t_wnosync $t_lz4c "lz4 -1"
+row "dd conv=fsync (the disk's limit)" $t_dd
+row "scar write, fsync off, 1 thread" $t_wnosync1 $t_lz4c "lz4 -1"
+row "scar write, fsync off, 2 threads" $t_wnosync $t_lz4c "lz4 -1"
 row "" $t_wnosync $t_lz4cx "lz4 -1 -BX"
-row "scar write, fsync on (import)" $t_wsync $t_lz4c "lz4 -1"
-row "" $t_wsync $t_lz4cx "lz4 -1 -BX"
+row "scar write, fsync on, 2 threads" $t_wsync $t_lz4c "lz4 -1"
+row "" $t_wsync $t_dd "dd conv=fsync"
 row "lz4 -d -> /dev/null" $t_lz4d
 row "lz4 -d of the -BX file" $t_lz4dx
 row "scar read (verify)" $t_read $t_lz4d "lz4 -d"

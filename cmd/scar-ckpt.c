@@ -45,6 +45,7 @@ const struct option import_opts[] = {
 	{ "role", required_argument, NULL, OPT_ROLE },
 	{ "shape", required_argument, NULL, OPT_SHAPE },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -63,6 +64,7 @@ const struct option convert_opts[] = {
 	{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
 	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -99,7 +101,7 @@ static const struct cli_command commands[] = {
 	  "directory its oldest full checkpoint is the base.\n" },
 	{ "convert", cmd_convert,
 	  "[--compress | --no-compress] [--dtype T] [--help] [--level N]\n"
-	  "                         [--no-sync] [--shards S] IN OUT",
+	  "                         [--no-sync] [--shards S] [--threads N] IN OUT",
 	  "Rewrite a checkpoint: compression, float precision, shard count.",
 	  "  --compress      LZ4-compress the sections (default)\n"
 	  "  --dtype T       convert floating-point tensors to T: f32 f64 f16 bf16\n"
@@ -109,6 +111,8 @@ static const struct cli_command commands[] = {
 	  "  --no-compress   store sections raw with a CRC-32C\n"
 	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
 	  "  --shards S      split parameter rows into S shards\n"
+	  "  --threads N     compress on N threads (default: the cores); the file is\n"
+	  "                  the same byte for byte\n"
 	  "IN and OUT may be '-' for stdin and stdout, and may be the same file.\n" },
 	{ "export", cmd_export,
 	  "[--format raw|npy|json|safetensors] [--help] [-o OUT] [--rows A:B] [--shard N]\n"
@@ -123,7 +127,7 @@ static const struct cli_command commands[] = {
 	{ "import", cmd_import,
 	  "[--dtype T --shape A,B,...] [--help] [--iteration N] [--model M]\n"
 	  "                        [--name NAME] [--no-sync] [--role param|state] [--shards S]\n"
-	  "                        -o OUT FILE...",
+	  "                        [--threads N] -o OUT FILE...",
 	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE, or of\n"
 	  "every tensor of safetensors files and Hugging Face sharded directories\n"
 	  "(F8 types refused: a checkpoint has no 8-bit float).",
@@ -139,7 +143,9 @@ static const struct cli_command commands[] = {
 	  "  --role R        param (default) or state\n"
 	  "  --shape A,B,... the shape of raw input (a stream must hold exactly\n"
 	  "                  its bytes: more or fewer is an error)\n"
-	  "  --shards S      parameter shards (default 1)\n" },
+	  "  --shards S      parameter shards (default 1)\n"
+	  "  --threads N     compress on N threads (default: the cores); the file is\n"
+	  "                  the same byte for byte\n" },
 	{ "info", cmd_info,
 	  "[--help] [--json] [FILE | -]",
 	  "Show metadata, the tensor table and per-section sizes.",

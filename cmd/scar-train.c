@@ -47,6 +47,7 @@ static const char usage_text[] =
 "      --checkpoint-dir D  write checkpoints into D (default: an in-memory store)\n"
 "      --no-compress       store checkpoint sections uncompressed\n"
 "      --no-sync           do not fsync checkpoint files\n"
+"      --threads N         compress each checkpoint on N threads (default: the cores)\n"
 "      --async[=N]         write checkpoints in the background, at most N in flight\n"
 "                          (default 1); the loop waits only for a free slot\n"
 "Failures and recovery:\n"
@@ -73,7 +74,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_DATA = 256, OPT_SEED, OPT_SET, OPT_CONFIG, OPT_SHARDS, OPT_HELDOUT, OPT_LIST,
-	OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_CKPTDIR, OPT_NOCOMPRESS, OPT_NOSYNC, OPT_ASYNC,
+	OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_CKPTDIR, OPT_NOCOMPRESS, OPT_NOSYNC, OPT_ASYNC, OPT_THREADS,
 	OPT_FAILAT, OPT_FAILPROB, OPT_LOSESHARDS, OPT_LOSECOUNT, OPT_LOSEFRAC, OPT_FAILSEED,
 	OPT_RECOVERY, OPT_COST, OPT_REFERENCE, OPT_WINDOW, OPT_CAP, OPT_RESUME, OPT_SAVE,
 	OPT_EVENTS, OPT_NOTIMING,
@@ -103,6 +104,7 @@ static const struct option long_options[] = {
 	{ "no-compress", no_argument, NULL, OPT_NOCOMPRESS },
 	{ "no-sync", no_argument, NULL, OPT_NOSYNC },
 	{ "async", optional_argument, NULL, OPT_ASYNC },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "no-timing", no_argument, NULL, OPT_NOTIMING },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -262,6 +264,7 @@ int main(int argc, char **argv)
 	o.shards = 8;
 	o.fraction = 0.25;
 	o.timing = 1;
+	o.ckpt_threads = cli_default_threads();
 	if (!config)
 		cli_die("out of memory");
 	while ((c = getopt_long(argc, argv, "hm:n:qV", long_options, NULL)) != -1) {
@@ -320,6 +323,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOCOMPRESS: o.ckpt_compress = 0; break;
 		case OPT_NOSYNC: o.ckpt_sync = 0; break;
+		case OPT_THREADS:
+			o.ckpt_threads = (unsigned)cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX);
+			break;
 		case OPT_ASYNC:
 			o.ckpt_in_flight = optarg ? (unsigned)cli_parse_u64("--async", optarg, 1,
 									    SCAR_STORE_ASYNC_MAX) : 1;
@@ -565,6 +571,7 @@ int main(int argc, char **argv)
 		scar_ckpt_save_opts_init(&so);
 		so.compress = o.ckpt_compress;
 		so.sync = o.ckpt_sync;
+		so.threads = o.ckpt_threads;
 		if (cli_is_stdio(save)) {
 			fflush(stdout);
 			rc = scar_ckpt_write_fd(res.final_state, STDOUT_FILENO, "(stdout)", &so, &err);

@@ -964,6 +964,7 @@ int scar_store_write(const struct scar_store *s, const struct scar_state *view,
 	scar_ckpt_save_opts_init(&so);
 	so.compress = o->compress;
 	so.sync = o->sync;
+	so.threads = o->threads ? o->threads : 1;
 	return o->comm ? write_dist(s, view, o, &so, bytes, err) :
 		write_file(s, view, &so, bytes, err);
 }

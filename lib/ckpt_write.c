@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,6 +39,7 @@ void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o)
 	o->level = 0;
 	o->sync = 1;
 	o->block_size = (size_t)4 << 20;
+	o->threads = 1;
 }
 
 int scar_ckpt_write_all(int fd, const void *buf, size_t n)
@@ -564,12 +567,208 @@ static size_t gather_fill(struct gather *g, unsigned char *dst, size_t cap)
 	return n;
 }
 
+/*
+ * One LZ4 block to compress: src (n bytes) into dst as the frame stores it,
+ * the u32 size (bit 31: stored as is), the data and its xxHash-32; len is
+ * the record's length.
+ */
+struct block_job {
+	const unsigned char *src;
+	size_t n;
+	unsigned char *dst;
+	size_t len;
+};
+
+/* Compress job with state (LZ4 fast, or LZ4HC for levels 3 to 12). */
+static void block_compress(struct block_job *j, void *state, int level)
+{
+	unsigned char *blk = j->dst + 4;
+	/* Room for one byte less than the input: what does not shrink is stored. */
+	int c = level >= 3 ? LZ4_compress_HC_extStateHC(state, (const char *)j->src, (char *)blk,
+							(int)j->n, (int)j->n - 1, level)
+			   : LZ4_compress_fast_extState(state, (const char *)j->src, (char *)blk,
+							(int)j->n, (int)j->n - 1, 1);
+
+	if (c <= 0) {
+		memcpy(blk, j->src, j->n);
+		ckpt_put32(j->dst, (uint32_t)j->n | 0x80000000u);
+		c = (int)j->n;
+	} else {
+		ckpt_put32(j->dst, (uint32_t)c);
+	}
+	ckpt_put32(blk + c, scar_ckpt_xxh32(blk, (size_t)c, 0));
+	j->len = 8 + (size_t)c;
+}
+
+static void *lz4_state_new(int level)
+{
+	return malloc((size_t)(level >= 3 ? LZ4_sizeofStateHC() : LZ4_sizeofState()));
+}
+
+/*
+ * Threads that compress a batch of blocks with the writer (opts.threads):
+ * blocks are independent in the frame, so each is compressed alone, and
+ * the writer puts them out in order: the file is the single-threaded one,
+ * byte for byte. The writer thread takes jobs too.
+ */
+struct block_pool {
+	pthread_t *th;
+	void **state;			/* one LZ4 state per worker */
+	unsigned n;			/* workers */
+	int level, stop, started;
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	unsigned long gen;		/* batches started */
+	struct block_job *jobs;
+	size_t njobs, next, finished;
+};
+
+/* Take and compress jobs of the current batch until none is left. */
+static void pool_work(struct block_pool *p, void *state)
+{
+	for (;;) {
+		size_t k;
+
+		pthread_mutex_lock(&p->mu);
+		if (p->next == p->njobs) {
+			pthread_mutex_unlock(&p->mu);
+			return;
+		}
+		k = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		block_compress(&p->jobs[k], state, p->level);
+		pthread_mutex_lock(&p->mu);
+		if (++p->finished == p->njobs)
+			pthread_cond_signal(&p->done);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+struct pool_arg {
+	struct block_pool *p;
+	unsigned i;
+};
+
+static void *pool_main(void *arg)
+{
+	struct pool_arg *a = arg;
+	struct block_pool *p = a->p;
+	void *state = p->state[a->i];
+	unsigned long seen = 0;
+	sigset_t all;
+
+	free(a);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (!p->stop && p->gen == seen)
+			pthread_cond_wait(&p->go, &p->mu);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		seen = p->gen;
+		pthread_mutex_unlock(&p->mu);
+		pool_work(p, state);
+	}
+}
+
+static void pool_free(struct block_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < (unsigned)p->started; i++)
+		pthread_join(p->th[i], NULL);
+	for (unsigned i = 0; p->state && i < p->n; i++)
+		free(p->state[i]);
+	pthread_cond_destroy(&p->go);
+	pthread_cond_destroy(&p->done);
+	pthread_mutex_destroy(&p->mu);
+	free(p->state);
+	free(p->th);
+	free(p);
+}
+
+/* A pool of n workers; NULL when they cannot be had (the writer then works alone). */
+static struct block_pool *pool_new(unsigned n, int level)
+{
+	struct block_pool *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->go, NULL);
+	pthread_cond_init(&p->done, NULL);
+	p->n = n;
+	p->level = level;
+	p->th = calloc(n, sizeof(*p->th));
+	p->state = calloc(n, sizeof(*p->state));
+	if (!p->th || !p->state)
+		goto fail;
+	for (unsigned i = 0; i < n; i++)
+		if (!(p->state[i] = lz4_state_new(level)))
+			goto fail;
+	for (unsigned i = 0; i < n; i++) {
+		struct pool_arg *a = malloc(sizeof(*a));
+
+		if (!a)
+			goto fail;
+		a->p = p;
+		a->i = i;
+		if (pthread_create(&p->th[i], NULL, pool_main, a)) {
+			free(a);
+			goto fail;
+		}
+		p->started++;
+	}
+	return p;
+fail:
+	pool_free(p);
+	return NULL;
+}
+
+/* Compress jobs[0..n): on the pool's threads and this one, or here alone (p NULL). */
+static void compress_batch(struct block_pool *p, struct block_job *jobs, size_t n, void *state,
+			   int level)
+{
+	if (!p || n < 2) {
+		for (size_t k = 0; k < n; k++)
+			block_compress(&jobs[k], state, level);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->jobs = jobs;
+	p->njobs = n;
+	p->next = p->finished = 0;
+	p->gen++;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	pool_work(p, state);
+	pthread_mutex_lock(&p->mu);
+	while (p->finished < p->njobs)
+		pthread_cond_wait(&p->done, &p->mu);
+	p->njobs = p->next = p->finished = 0;
+	pthread_mutex_unlock(&p->mu);
+}
+
+#define BATCH_MAX 16	/* blocks compressed at once: memory 2 x 16 x block size at most */
+
 struct sect_ctx {
 	void *fast, *hc;	/* LZ4 and LZ4HC compression states */
 	unsigned char *out;	/* compressed section */
 	size_t out_cap;
 	unsigned char *chunk;	/* gathered rows */
 	size_t chunk_cap;
+	struct block_pool *pool;	/* NULL: one thread */
+	int pool_failed;
+	size_t batch;			/* blocks per batch: 1, or twice the threads */
+	unsigned char *bsrc[BATCH_MAX], *bdst[BATCH_MAX];	/* per block of a batch */
+	size_t bcap;			/* their size */
 };
 
 static int grow(unsigned char **p, size_t *cap, size_t need)
@@ -649,14 +848,34 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 			if ((rc = wr_bytes(w, h, sizeof(h))))
 				return rc;
 		}
+		/* Threads for a section of several blocks, started at the first such. */
+		if (o->threads > 1 && nblocks > 1 && !sc->pool && !sc->pool_failed) {
+			unsigned nt = o->threads > BATCH_MAX / 2 ? BATCH_MAX / 2 : o->threads;
+
+			if ((sc->pool = pool_new(nt - 1, o->level)))
+				sc->batch = 2 * nt;
+			else
+				sc->pool_failed = 1;	/* fewer threads is slower, not wrong */
+		}
 		scar_ckpt_xxh32_init(&content, 0);
 		lz4_frame_header(sc->out, bcode, raw_len);
 		pos = 15;
+		if (sc->batch > 1 && sc->bcap < bs + 16) {
+			for (size_t k = 0; k < sc->batch; k++) {
+				free(sc->bsrc[k]);
+				free(sc->bdst[k]);
+				sc->bsrc[k] = malloc(bs);
+				sc->bdst[k] = malloc(bs + 16);
+				if (!sc->bsrc[k] || !sc->bdst[k]) {
+					sc->bcap = 0;
+					goto oom;
+				}
+			}
+			sc->bcap = bs + 16;
+		}
 		for (uint64_t done = 0; done < raw_len;) {
-			size_t n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
-			const unsigned char *src;
-			unsigned char *blk;
-			int c;
+			struct block_job jobs[BATCH_MAX];
+			size_t nb = 0;
 
 			if (stream && pos) {
 				if ((rc = wr_bytes(w, sc->out, pos)))
@@ -664,29 +883,36 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 				stored_len += pos;
 				pos = 0;
 			}
-			if (contiguous) {
-				src = (const unsigned char *)t->data + done;
-			} else {
-				gather_fill(&g, sc->chunk, n);
-				src = sc->chunk;
+			/* A batch of blocks, gathered; compressed together; put out in order. */
+			for (; nb < sc->batch && done < raw_len; nb++) {
+				size_t n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
+				unsigned char *in = sc->batch > 1 ? sc->bsrc[nb] : sc->chunk;
+
+				jobs[nb].n = n;
+				if (contiguous) {
+					jobs[nb].src = (const unsigned char *)t->data + done;
+				} else {
+					gather_fill(&g, in, n);
+					jobs[nb].src = in;
+				}
+				/* Alone, a block goes straight into the section buffer. */
+				jobs[nb].dst = sc->batch > 1 ? sc->bdst[nb] : sc->out + pos;
+				done += n;
 			}
-			scar_ckpt_xxh32_update(&content, src, n);
-			blk = sc->out + pos + 4;
-			/* Room for one byte less than the input: what does not shrink is stored. */
-			c = o->level >= 3 ? LZ4_compress_HC_extStateHC(sc->hc, (const char *)src, (char *)blk,
-								       (int)n, (int)n - 1, o->level)
-					  : LZ4_compress_fast_extState(sc->fast, (const char *)src,
-								       (char *)blk, (int)n, (int)n - 1, 1);
-			if (c <= 0) {
-				memcpy(blk, src, n);
-				ckpt_put32(blk - 4, (uint32_t)n | 0x80000000u);
-				c = (int)n;
-			} else {
-				ckpt_put32(blk - 4, (uint32_t)c);
+			compress_batch(sc->pool, jobs, nb, o->level >= 3 ? sc->hc : sc->fast, o->level);
+			for (size_t k = 0; k < nb; k++) {
+				scar_ckpt_xxh32_update(&content, jobs[k].src, jobs[k].n);
+				if (sc->batch == 1) {
+					pos += jobs[k].len;
+				} else if (stream) {
+					if ((rc = wr_bytes(w, jobs[k].dst, jobs[k].len)))
+						return rc;
+					stored_len += jobs[k].len;
+				} else {
+					memcpy(sc->out + pos, jobs[k].dst, jobs[k].len);
+					pos += jobs[k].len;
+				}
 			}
-			ckpt_put32(blk + c, scar_ckpt_xxh32(blk, (size_t)c, 0));
-			pos += 8 + (size_t)c;
-			done += n;
 		}
 		ckpt_put32(sc->out + pos, 0);
 		ckpt_put32(sc->out + pos + 4, scar_ckpt_xxh32_digest(&content));
@@ -756,7 +982,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 {
 	struct scar_ckpt_save_opts o;
 	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0 };
-	struct sect_ctx sc = { 0 };
+	struct sect_ctx sc = { .batch = 1 };
 	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL;
 	size_t nsec = 0, idx_cap = 0;
 	uint64_t *counts = NULL, idx_off;
@@ -865,6 +1091,11 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 	if ((rc = wr_bytes(&w, h, CKPT_TRAILER_LEN)) || (rc = wr_flush(&w)))
 		goto out;
 out:
+	pool_free(sc.pool);
+	for (size_t k = 0; k < BATCH_MAX; k++) {
+		free(sc.bsrc[k]);
+		free(sc.bdst[k]);
+	}
 	free(sc.fast);
 	free(sc.hc);
 	free(sc.out);

@@ -7,7 +7,7 @@ int cmd_convert(int argc, char **argv)
 	struct scar_state *st = NULL;
 	struct scar_error e;
 	enum scar_dtype dtype = 0;
-	uint64_t shards = 0, level = 0;
+	uint64_t shards = 0, level = 0, threads = cli_default_threads();
 	int c, compress = 1, sync = 1, have_level = 0, status;
 	size_t i;
 	const char *in, *out;
@@ -28,6 +28,7 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case OPT_NO_SYNC: sync = 0; break;
 		case OPT_SHARDS: shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS); break;
+		case OPT_THREADS: threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX); break;
 		}
 	}
 	if (argc - optind < 2)
@@ -57,6 +58,7 @@ int cmd_convert(int argc, char **argv)
 	if (have_level)
 		so.level = (int)level;
 	so.sync = sync;
+	so.threads = (unsigned)threads;
 	status = save_state(st, out, &so);
 	scar_state_free(st);
 	return status;

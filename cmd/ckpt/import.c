@@ -426,13 +426,14 @@ int cmd_import(int argc, char **argv)
 	struct scar_state *st = NULL;
 	struct mapping *maps = NULL;
 	struct scar_error e;
-	uint64_t iteration = 0, shards = 1;
+	uint64_t iteration = 0, shards = 1, threads = cli_default_threads();
 	unsigned given = 0;	/* options set: 1 --model, 2 --iteration, 4 --shards */
 	int c, i, status = EXIT_TROUBLE, sync = 1, nmaps = 0;
 
 	while ((c = cli_command_getopt(argc, argv, ":ho:", import_opts)) != -1) {
 		switch (c) {
 		case OPT_DTYPE: io.dtype = parse_dtype_opt(optarg); break;
+		case OPT_THREADS: threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX); break;
 		case OPT_ITERATION:
 			iteration = cli_parse_u64("--iteration", optarg, 0, INT64_MAX);
 			given |= 2;
@@ -510,6 +511,7 @@ int cmd_import(int argc, char **argv)
 	}
 	scar_ckpt_save_opts_init(&so);
 	so.sync = sync;
+	so.threads = (unsigned)threads;
 	status = save_state(st, out, &so);
 out:
 	for (i = 0; i < nmaps; i++)

@@ -229,6 +229,13 @@ int cli_progress_ok(void)
 	return isatty(STDERR_FILENO);
 }
 
+unsigned cli_default_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > CLI_THREADS_MAX ? CLI_THREADS_MAX : (unsigned)n;
+}
+
 void cli_version(void)
 {
 	printf("%s %s\n", cli_progname, SCAR_VERSION);

@@ -61,6 +61,9 @@ void cli_refuse_binary_tty(void);
 void cli_refuse_tty_stdin(void);
 /* Nonzero when progress may be shown: stderr is a terminal. */
 int cli_progress_ok(void);
+/* Most threads --threads takes, and its default: the online cores, at most that. */
+#define CLI_THREADS_MAX 64
+unsigned cli_default_threads(void);
 
 /* Print --version text and exit 0. */
 _Noreturn void cli_version(void);

@@ -41,6 +41,8 @@ struct scar_ckpt_save_opts {
 	int sync;		/* fsync file and directory (default 1) */
 	size_t block_size;	/* LZ4 block size: 64K, 256K, 1M or 4M (default 4M); other
 				   values round up to the next of these, at most 4M */
+	unsigned threads;	/* compress a section's blocks on this many threads (default
+				   1); the file is the same byte for byte whatever the number */
 };
 /* The defaults above. */
 void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o);

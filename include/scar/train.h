@@ -115,6 +115,7 @@ struct scar_train_opts {
 	 * it in the background, at most N in flight (scar-train --async).
 	 */
 	unsigned ckpt_in_flight;
+	unsigned ckpt_threads;		/* compression threads per checkpoint (0: 1) */
 
 	/* failures */
 	uint64_t fail_at[SCAR_TRAIN_MAX_FAILS];

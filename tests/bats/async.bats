@@ -8,6 +8,7 @@ bats_require_minimum_version 1.5.0
 load helper
 
 SHIM="$SCAR_ROOT/tests/fault-shim.so"
+PY=/usr/bin/python3
 
 # same_run DIR_A EVENTS_A DIR_B EVENTS_B: the two runs wrote the same files
 # byte for byte and the same events, checkpoint records compared apart.
@@ -121,4 +122,39 @@ same_run() {
 	[[ $stderr == "scar-train: "*"--async"* ]]
 	run -2 --separate-stderr scar-train -m ridge -n 2 --async=x
 	[[ $stderr == "scar-train: "*"--async"* ]]
+}
+
+@test "--threads: a checkpoint is the same byte for byte on 1, 2 and 8 threads, to a file or a pipe, fast or HC" {
+	"$PY" -c 'import numpy' 2> /dev/null || skip "Debian's python3-numpy is not installed (make deps)"
+	# 4 MiB blocks: 48 MiB of small integers in 2 shards is 6 blocks a section.
+	"$PY" -c "
+import numpy as np
+r = np.random.default_rng(3)
+np.save('c.npy', r.integers(0, 50, (6144, 2048)).astype(np.int32))"
+	local t l
+	for t in 1 2 8; do
+		scar-ckpt import --threads "$t" --shards 2 --no-sync -o "i$t.ckpt" c.npy
+		scar-ckpt import --threads "$t" --shards 2 -o - c.npy > "p$t.ckpt"
+		for l in 1 4; do
+			scar-ckpt convert --threads "$t" --level "$l" --no-sync i1.ckpt "c$t-$l.ckpt"
+		done
+	done
+	for t in 2 8; do
+		cmp i1.ckpt "i$t.ckpt"
+		cmp i1.ckpt "p$t.ckpt"
+		cmp c1-1.ckpt "c$t-1.ckpt"
+		cmp c1-4.ckpt "c$t-4.ckpt"
+	done
+	cmp i1.ckpt p1.ckpt
+	scar-ckpt verify -q c8-4.ckpt
+	run -2 --separate-stderr scar-ckpt convert --threads 0 i1.ckpt x.ckpt
+	[[ $stderr == "scar-ckpt: "*"--threads"* ]]
+}
+
+@test "--threads: scar-train writes the same checkpoints on 1 and 2 threads, with and without --async" {
+	scar-train -q --no-timing -m lda -n 4 --policy full --interval 2 --threads 1 --checkpoint-dir a > a.jsonl
+	scar-train -q --no-timing -m lda -n 4 --policy full --interval 2 --threads 2 --checkpoint-dir b > b.jsonl
+	scar-train -q --no-timing -m lda -n 4 --policy full --interval 2 --threads 2 --async --checkpoint-dir c > c.jsonl
+	same_run a a.jsonl b b.jsonl
+	same_run a a.jsonl c c.jsonl
 }
