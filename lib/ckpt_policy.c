@@ -198,12 +198,49 @@ fail:
 	return rc;
 }
 
+/*
+ * The view's copy of state tensor x becomes x's value (a full checkpoint
+ * carries the worker state): copied over when the layout is the same,
+ * else replaced, or added when the view lacks it.
+ */
+static int view_take_state(struct scar_state *view, const struct scar_tensor *x,
+			   struct scar_error *err)
+{
+	struct scar_tensor *c;
+	int rc;
+
+	for (size_t j = 0; j < view->ntensors; j++) {
+		struct scar_tensor *y = view->tensors[j];
+
+		if (strcmp(y->name, x->name))
+			continue;
+		if (scar_tensor_same_layout(y, x) && !y->present && !x->present) {
+			memcpy(y->data, x->data, scar_tensor_bytes(x));
+			return 0;
+		}
+		/* Another layout: y takes a copy's contents (its pointer and name stay, as the index has them). */
+		if ((rc = scar_tensor_clone(&c, x, err)))
+			return rc;
+		{
+			struct scar_tensor tmp = *y;
+
+			*y = *c;
+			*c = tmp;
+		}
+		scar_tensor_free(c);
+		return 0;
+	}
+	if ((rc = scar_tensor_clone(&c, x, err)))
+		return rc;
+	return scar_state_add(view, c, err);
+}
+
 int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 			  struct scar_store_policy_result *res, struct scar_error *err)
 {
 	const struct scar_train_opts *o = &p->o;
 	const char *vpath = p->vpath;
-	struct scar_state *view = p->view, ck;
+	struct scar_state *view = p->view, ck, aligned = { .tensors = NULL };
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	struct scar_store_write_opts wo = { .compress = 1, .sync = p->sync, .clock = st->iteration,
 					    .rank = 0, .ranks = 1, .comm = NULL };
@@ -247,17 +284,42 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
+	/*
+	 * The snapshot as the view orders its tensors: the policy's selection
+	 * indexes both by one position (and seeds random by it), and a later
+	 * snapshot may list its tensors in another order.
+	 */
+	aligned = *view;
+	memset(&aligned.index_, 0, sizeof(aligned.index_));
+	aligned.iteration = st->iteration;
+	aligned.tensors = malloc((view->ntensors + 1) * sizeof(*aligned.tensors));
+	if (!aligned.tensors) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(aligned.tensors, view->tensors, view->ntensors * sizeof(*aligned.tensors));
+	for (size_t i = 0; i < st->ntensors; i++)
+		if (is_param(st->tensors[i]))
+			for (size_t j = 0; j < view->ntensors; j++)
+				if (!strcmp(view->tensors[j]->name, st->tensors[i]->name))
+					aligned.tensors[j] = st->tensors[i];
 	for (size_t i = 0; i < st->ntensors; i++) {
 		struct scar_tensor *x = st->tensors[i], *y;
 		uint64_t rows = scar_tensor_rows(x);
-		size_t rb = scar_tensor_row_bytes(x);
+		size_t rb = scar_tensor_row_bytes(x), vi = 0;
 
 		if (!is_param(x)) {
-			if (full)
+			if (full) {
 				vp[nv++] = x;	/* a full checkpoint holds the worker state too */
+				/* and the view takes it, as apply of the checkpoints gives */
+				if ((rc = view_take_state(view, x, err)))
+					goto out;
+			}
 			continue;
 		}
 		y = scar_state_find(view, x->name);
+		while (vi < view->ntensors && view->tensors[vi] != y)
+			vi++;
 		vt[nv] = *x;
 		vt[nv].present = malloc(rows ? rows : 1);
 		if (!vt[nv].present) {
@@ -266,7 +328,7 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 		}
 		if (full)
 			memset(vt[nv].present, 1, rows);
-		else if ((rc = scar_train_policy_select(o, st, view, i, k / period, NULL,
+		else if ((rc = scar_train_policy_select(o, &aligned, view, vi, k / period, NULL,
 							vt[nv].present, err)))
 			goto out;
 		for (uint64_t r = 0; r < rows; r++)
@@ -303,6 +365,7 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	p->view = view;
 	p->last = k;
 out:
+	free(aligned.tensors);
 	for (size_t i = 0; vt && i < st->ntensors; i++)
 		free(vt[i].present);
 	free(vt);

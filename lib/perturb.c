@@ -315,8 +315,17 @@ int scar_perturb_lose(struct scar_state *st, const struct scar_select *sel, cons
 			else if (how == SCAR_RESET_FROM)
 				memcpy(scar_tensor_row(t, r), scar_tensor_row(o, r), rb);
 			else
-				for (uint64_t k = 0; k < re; k++)
-					scar_tensor_set(t, r * re + k, mean + sd * scar_rng_normal(rng));
+				for (uint64_t k = 0; k < re; k++) {
+					double v = mean + sd * scar_rng_normal(rng);
+
+					scar_tensor_set(t, r * re + k, v);
+					/* Near a narrow type's largest value a draw may not fit: refused, as noise is. */
+					if (isfinite(v) && !isfinite(scar_tensor_get(t, r * re + k)))
+						return scar_error_set(err, SCAR_ERANGE,
+							"reset random: a value %.17g drawn for tensor '%s' (%s) "
+							"passes its largest finite value (its values' mean %g, sd %g)",
+							v, t->name, scar_dtype_name(t->dtype), mean, sd);
+				}
 		}
 		count_rows(rep, t, touched);
 	}

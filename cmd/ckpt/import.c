@@ -486,6 +486,10 @@ int cmd_import(int argc, char **argv)
 			cli_refuse_tty_stdin();
 		/* a Hugging Face sharded directory, or its index named: read as one safetensors file */
 		if (has_suffix(path, ".safetensors") || scar_array_is_sharded(path)) {
+			if (io.dtype || io.ndim)
+				cli_usage_error("--dtype and --shape do not apply to a safetensors file or "
+						"directory (its tensors keep their dtypes and shapes; "
+						"'scar-ckpt convert --dtype T' converts the checkpoint)");
 			if (import_safetensors(st, path, name, io.role, given) < 0)
 				goto out;
 			continue;

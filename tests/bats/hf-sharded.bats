@@ -317,3 +317,11 @@ open('d/big.safetensors.index.json', 'w').write(json.dumps({'weight_map': wm}))"
 	[ "$(cat blobs/* | md5sum)" = "$sum" ]
 	run -1 scar-diff -q snap one.safetensors
 }
+
+@test "import: --dtype and --shape do not apply to safetensors files or sharded directories (usage error, nothing written)" {
+	"$PY" "$SCAR_ROOT/tests/mksafetensors.py" one.safetensors 1
+	run -2 --separate-stderr scar-ckpt import --dtype f32 -o x.ckpt one.safetensors
+	[[ $stderr == "scar-ckpt: --dtype and --shape do not apply to a safetensors file"* ]]
+	run -2 --separate-stderr scar-ckpt import --shape 1 -o x.ckpt one.safetensors
+	[ ! -e x.ckpt ]
+}

@@ -345,3 +345,45 @@ PY
 	run -2 scar-bound check "$ref" out/scar-9-1/events.jsonl
 	[[ "$output" == *'recovery record needs numeric "iter" and "delta_norm"'* ]]
 }
+
+# reorder.py OUT: two snapshots (iterations 0 and 8) of tensors a (3x2) and
+# b (50x8) and a state tensor s holding the iteration; the second lists s and
+# b first and has b's rows 40..49 moved.
+mk_reorder() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, struct, sys
+import numpy as np
+def st(tensors, meta):
+    hdr, off, blobs = {}, 0, []
+    for name, (dt, arr) in tensors.items():
+        b = arr.tobytes()
+        hdr[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b); blobs.append(b)
+    hdr["__metadata__"] = meta
+    h = json.dumps(hdr).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+r = np.random.default_rng(0)
+a = r.standard_normal((3, 2)).astype(np.float32)
+b = r.standard_normal((50, 8)).astype(np.float32)
+b1 = b.copy(); b1[40:] += 5
+s = np.full(2, 8, np.float32)
+out = st({"a": ("F32", a), "b": ("F32", b), "s": ("F32", s * 0)}, {"scar.iteration": "0", "scar.role.s": "state"})
+out += st({"s": ("F32", s), "b": ("F32", b1), "a": ("F32", a)}, {"scar.iteration": "8", "scar.role.s": "state"})
+open(sys.argv[1], "wb").write(out)
+PY
+}
+
+@test "save: a snapshot listing its tensors in another order is matched by name (priority picks the rows that moved)" {
+	mk_reorder r.bin
+	run -0 scar-ckpt save --stream --policy priority --interval 8 --fraction 1/4 --shards 1 - run < r.bin
+	# 12 rows of b's 50: the 10 that moved, then the lowest of the ties.
+	run -0 scar-ckpt export --tensor b --format json run/ckpt-0000000008.ckpt
+	[ "$(printf '%s\n' "$output" | jq -c .rows)" = "[0,1,40,41,42,43,44,45,46,47,48,49]" ]
+}
+
+@test "save: the saved view takes a full checkpoint's state tensors, as apply of the directory does" {
+	mk_reorder r.bin
+	run -0 scar-ckpt save --stream --policy full --interval 8 --shards 1 - run < r.bin
+	scar-ckpt apply -o ap.ckpt run
+	run -0 scar-diff --all -q ap.ckpt run/.scar-view.ckpt
+}

@@ -618,3 +618,20 @@ PY
 	run -2 scar-train -q --no-timing --resume mb.ckpt -n 4
 	[[ "$output" == *"checkpoint tensor '"*"' is bf16, model 'mlr' keeps it as f32"* ]]
 }
+
+@test "f16: --reset random that would pass the largest finite f16 is refused, nothing written" {
+	/usr/bin/python3 -c "import numpy" 2> /dev/null || skip "Debian's python3-numpy is not installed (make deps)"
+	/usr/bin/python3 -c "
+import numpy as np
+np.save('big16.npy', np.where(np.arange(400) % 2 == 0, 60000, -60000).astype(np.float16).reshape(100, 4))"
+	scar-ckpt import --shards 2 -o b16.ckpt big16.npy
+	run -2 --separate-stderr scar-inject --lose-shards 0 --reset random b16.ckpt o16.ckpt
+	[[ $stderr == "scar-inject: reset random: "*"tensor 'big16' (f16) passes its largest finite value"* ]]
+	[ ! -e o16.ckpt ]
+	# Values well inside the range reset as before.
+	/usr/bin/python3 -c "
+import numpy as np
+np.save('small16.npy', (np.arange(400) % 7).astype(np.float16).reshape(100, 4))"
+	scar-ckpt import --shards 2 -o s16.ckpt small16.npy
+	run -0 scar-inject --lose-shards 0 --reset random s16.ckpt o16.ckpt
+}
