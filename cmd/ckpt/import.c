@@ -486,7 +486,7 @@ int cmd_import(int argc, char **argv)
 			cli_refuse_tty_stdin();
 		/* a Hugging Face sharded directory, or its index named: read as one safetensors file */
 		if (has_suffix(path, ".safetensors") || scar_array_is_sharded(path)) {
-			if (io.dtype || io.ndim)
+			if (io.dtype || io.ndim >= 0)
 				cli_usage_error("--dtype and --shape do not apply to a safetensors file or "
 						"directory (its tensors keep their dtypes and shapes; "
 						"'scar-ckpt convert --dtype T' converts the checkpoint)");

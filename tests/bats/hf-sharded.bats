@@ -324,4 +324,6 @@ open('d/big.safetensors.index.json', 'w').write(json.dumps({'weight_map': wm}))"
 	[[ $stderr == "scar-ckpt: --dtype and --shape do not apply to a safetensors file"* ]]
 	run -2 --separate-stderr scar-ckpt import --shape 1 -o x.ckpt one.safetensors
 	[ ! -e x.ckpt ]
+	# Without them it imports.
+	run -0 scar-ckpt import -o x.ckpt one.safetensors
 }
