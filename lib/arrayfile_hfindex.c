@@ -35,7 +35,7 @@ int scar_array_is_sharded(const char *path)
 	return S_ISDIR(sb.st_mode) || (n > 5 && !strcmp(path + n - 5, ".json"));
 }
 
-static char *join(const char *dir, const char *name)
+char *scar_hf_path_join(const char *dir, const char *name)
 {
 	size_t a = strlen(dir), b = strlen(name);
 	char *p = malloc(a + b + 2);
@@ -64,7 +64,7 @@ static int find_index(const char *dir, char **path, struct scar_error *err)
 	DIR *d;
 	int rc = 0;
 
-	*path = join(dir, INDEX_DEFAULT);
+	*path = scar_hf_path_join(dir, INDEX_DEFAULT);
 	if (!*path)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	if (stat(*path, &sb) == 0)
@@ -101,7 +101,7 @@ static int find_index(const char *dir, char **path, struct scar_error *err)
 		rc = scar_error_set_at(err, SCAR_ENOTFOUND, dir, -1, -1,
 				       "'%s' holds several safetensors indexes ('%s', '%s'): name the "
 				       "one to read", dir, first, second);
-	else if (rc == 0 && !(*path = join(dir, first)))
+	else if (rc == 0 && !(*path = scar_hf_path_join(dir, first)))
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	free(first);
 	free(second);

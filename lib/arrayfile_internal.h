@@ -37,6 +37,8 @@ struct scar_hf_index {
  */
 int scar_hf_index_load(struct scar_hf_index *ix, const char *path, struct scar_error *err);
 void scar_hf_index_release(struct scar_hf_index *ix);
+/* "dir/name", new (NULL: out of memory): a sharded snapshot's file paths. */
+char *scar_hf_path_join(const char *dir, const char *name);
 
 /*
  * Check file k's n tensors t against the weight_map: each must be mapped

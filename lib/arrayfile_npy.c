@@ -492,19 +492,6 @@ fail:
 	return rc;
 }
 
-static char *join(const char *dir, const char *name)
-{
-	size_t a = strlen(dir), b = strlen(name);
-	char *p = malloc(a + b + 2);
-
-	if (p) {
-		memcpy(p, dir, a);
-		p[a] = '/';
-		memcpy(p + a + 1, name, b + 1);
-	}
-	return p;
-}
-
 /*
  * A sharded snapshot: the index read and checked alone, then each of its
  * files opened (as a regular safetensors file, never as an index: a file
@@ -536,7 +523,7 @@ static int sharded_open(struct scar_arrayfile **out, const char *path, struct sc
 	}
 	for (size_t k = 0; k < f->ix->nfiles; k++) {
 		struct scar_arrayfile *p;
-		char *pp = join(f->ix->dir, f->ix->files[k]);
+		char *pp = scar_hf_path_join(f->ix->dir, f->ix->files[k]);
 		int fd;
 
 		if (!pp) {

@@ -168,19 +168,6 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static char *join(const char *dir, const char *name)
-{
-	size_t a = strlen(dir), b = strlen(name);
-	char *p = malloc(a + b + 2);
-
-	if (p) {
-		memcpy(p, dir, a);
-		p[a] = '/';
-		memcpy(p + a + 1, name, b + 1);
-	}
-	return p;
-}
-
 /*
  * A sharded snapshot: every tensor checked against the donor first, then
  * file by file into directory out (made if missing), each replaced
@@ -267,7 +254,7 @@ static int lose_rows_sharded(const char *in, const char *donor, const char *tens
 			touched += tr;
 		}
 		if (touched || !inplace) {
-			if (!(path = join(out, ix->files[k]))) {
+			if (!(path = scar_hf_path_join(out, ix->files[k]))) {
 				rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -282,7 +269,7 @@ static int lose_rows_sharded(const char *in, const char *donor, const char *tens
 		buf = NULL;
 	}
 	if (!inplace) {
-		char *path = join(out, base_name(ix->path));
+		char *path = scar_hf_path_join(out, base_name(ix->path));
 
 		if (!path) {
 			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");

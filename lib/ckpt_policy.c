@@ -235,12 +235,27 @@ static int view_take_state(struct scar_state *view, const struct scar_tensor *x,
 	return scar_state_add(view, c, err);
 }
 
+/* A view tensor and its position, ordered by the tensor's address. */
+struct view_pos {
+	const struct scar_tensor *t;
+	size_t j;
+};
+
+static int by_tensor(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct view_pos *)a)->t;
+	uintptr_t y = (uintptr_t)((const struct view_pos *)b)->t;
+
+	return x < y ? -1 : x > y;
+}
+
 int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 			  struct scar_store_policy_result *res, struct scar_error *err)
 {
 	const struct scar_train_opts *o = &p->o;
 	const char *vpath = p->vpath;
 	struct scar_state *view = p->view, ck, aligned = { .tensors = NULL };
+	struct view_pos *pos = NULL;
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	struct scar_store_write_opts wo = { .compress = 1, .sync = p->sync, .clock = st->iteration,
 					    .rank = 0, .ranks = 1, .comm = NULL };
@@ -287,26 +302,41 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	/*
 	 * The snapshot as the view orders its tensors: the policy's selection
 	 * indexes both by one position (and seeds random by it), and a later
-	 * snapshot may list its tensors in another order.
+	 * snapshot may list its tensors in another order. The view's positions
+	 * by tensor, sorted for bsearch, keep this O(n log n) for models of
+	 * many tensors.
 	 */
 	aligned = *view;
 	memset(&aligned.index_, 0, sizeof(aligned.index_));
 	aligned.iteration = st->iteration;
 	aligned.tensors = malloc((view->ntensors + 1) * sizeof(*aligned.tensors));
-	if (!aligned.tensors) {
+	pos = malloc((view->ntensors + 1) * sizeof(*pos));
+	if (!aligned.tensors || !pos) {
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
 	memcpy(aligned.tensors, view->tensors, view->ntensors * sizeof(*aligned.tensors));
-	for (size_t i = 0; i < st->ntensors; i++)
-		if (is_param(st->tensors[i]))
-			for (size_t j = 0; j < view->ntensors; j++)
-				if (!strcmp(view->tensors[j]->name, st->tensors[i]->name))
-					aligned.tensors[j] = st->tensors[i];
+	for (size_t j = 0; j < view->ntensors; j++) {
+		pos[j].t = view->tensors[j];
+		pos[j].j = j;
+	}
+	qsort(pos, view->ntensors, sizeof(*pos), by_tensor);
+	for (size_t i = 0; i < st->ntensors; i++) {
+		struct scar_tensor *x = st->tensors[i];
+		struct view_pos key, *at;
+
+		if (!is_param(x))
+			continue;
+		/* same_layout found every param tensor in the view */
+		key.t = scar_state_find(view, x->name);
+		at = bsearch(&key, pos, view->ntensors, sizeof(*pos), by_tensor);
+		aligned.tensors[at->j] = x;
+	}
 	for (size_t i = 0; i < st->ntensors; i++) {
 		struct scar_tensor *x = st->tensors[i], *y;
 		uint64_t rows = scar_tensor_rows(x);
-		size_t rb = scar_tensor_row_bytes(x), vi = 0;
+		size_t rb = scar_tensor_row_bytes(x), vi;
+		struct view_pos key;
 
 		if (!is_param(x)) {
 			if (full) {
@@ -317,9 +347,9 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 			}
 			continue;
 		}
-		y = scar_state_find(view, x->name);
-		while (vi < view->ntensors && view->tensors[vi] != y)
-			vi++;
+		key.t = y = scar_state_find(view, x->name);
+		vi = ((struct view_pos *)bsearch(&key, pos, view->ntensors, sizeof(*pos),
+						 by_tensor))->j;
 		vt[nv] = *x;
 		vt[nv].present = malloc(rows ? rows : 1);
 		if (!vt[nv].present) {
@@ -366,6 +396,7 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	p->last = k;
 out:
 	free(aligned.tensors);
+	free(pos);
 	for (size_t i = 0; vt && i < st->ntensors; i++)
 		free(vt[i].present);
 	free(vt);

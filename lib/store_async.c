@@ -108,16 +108,6 @@ int scar_store_async_open(struct scar_store_async **out, const struct scar_store
 	return 0;
 }
 
-unsigned scar_store_async_in_flight(struct scar_store_async *a)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&a->mu);
-	n = a->count;
-	pthread_mutex_unlock(&a->mu);
-	return n;
-}
-
 int scar_store_async_submit(struct scar_store_async *a, struct scar_state *snap,
 			    const struct scar_store_write_opts *wo, void *tag)
 {

@@ -85,15 +85,16 @@ def f32(patterns):
     return b"".join(struct.pack("<I", u) for u in patterns)
 
 
-if sys.argv[1] == "single":
-    write(sys.argv[2], tensors(int(sys.argv[3])), {"format": "pt"})
-elif sys.argv[1] == "sharded":
-    sharded(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 2)
-elif sys.argv[1] == "f8":
-    codes = bytes(range(256))
-    write(sys.argv[2], {"e4m3": ("F8_E4M3", codes, [256]), "e5m2": ("F8_E5M2", codes, [256])},
-          {"format": "pt"})
-    write(sys.argv[3], {"e4m3": ("F32", f32(e4m3(b) for b in range(256)), [256]),
-                        "e5m2": ("F32", f32(e5m2(b) for b in range(256)), [256])}, None)
-else:
-    sys.exit("usage: mkhfsharded.py single|sharded|f8 ...")
+if __name__ == "__main__":
+    if sys.argv[1] == "single":
+        write(sys.argv[2], tensors(int(sys.argv[3])), {"format": "pt"})
+    elif sys.argv[1] == "sharded":
+        sharded(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 2)
+    elif sys.argv[1] == "f8":
+        codes = bytes(range(256))
+        write(sys.argv[2], {"e4m3": ("F8_E4M3", codes, [256]), "e5m2": ("F8_E5M2", codes, [256])},
+              {"format": "pt"})
+        write(sys.argv[3], {"e4m3": ("F32", f32(e4m3(b) for b in range(256)), [256]),
+                            "e5m2": ("F32", f32(e5m2(b) for b in range(256)), [256])}, None)
+    else:
+        sys.exit("usage: mkhfsharded.py single|sharded|f8 ...")

@@ -269,8 +269,6 @@ int scar_store_async_submit(struct scar_store_async *a, struct scar_state *snap,
  */
 int scar_store_async_collect(struct scar_store_async *a, int wait,
 			     struct scar_store_async_result *res);
-/* Submitted and not yet collected. */
-unsigned scar_store_async_in_flight(struct scar_store_async *a);
 /* Write what is queued, stop the thread, free a (NULL: nothing). */
 void scar_store_async_close(struct scar_store_async *a);
 
