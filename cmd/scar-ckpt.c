@@ -53,6 +53,7 @@ const struct option apply_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
 	{ "output", required_argument, NULL, 'o' },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -79,6 +80,7 @@ const struct option save_opts[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
 	{ "stream", no_argument, NULL, OPT_STREAM },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -92,11 +94,13 @@ const struct option ls_opts[] = {
 
 static const struct cli_command commands[] = {
 	{ "apply", cmd_apply,
-	  "[--help] [--no-sync] [-o OUT] BASE [PARTIAL...]",
+	  "[--help] [--no-sync] [-o OUT] [--threads N] BASE [PARTIAL...]",
 	  "Apply partial checkpoints, oldest first, onto a full base: the saved view.",
 	  "  --help          show this help and exit\n"
 	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
 	  "  -o, --output OUT  write the full checkpoint to OUT (default stdout)\n"
+	  "  --threads N     compress on N threads (default: the cores); the file is\n"
+	  "                  the same byte for byte\n"
 	  "A directory operand stands for all its checkpoints; when BASE is a\n"
 	  "directory its oldest full checkpoint is the base.\n" },
 	{ "convert", cmd_convert,
@@ -158,7 +162,8 @@ static const struct cli_command commands[] = {
 	  "  --json          print one JSON object\n" },
 	{ "save", cmd_save,
 	  "--policy P [--force] [--fraction R] [--help] [--interval C] [--iteration N]\n"
-	  "                      [--no-sync] [--seed N] [--shards S] [--stream] SNAPSHOT DIR",
+	  "                      [--no-sync] [--seed N] [--shards S] [--stream] [--threads N]\n"
+	  "                      SNAPSHOT DIR",
 	  "Checkpoint another trainer's snapshot into run directory DIR by a policy.",
 	  "  --force         go on although DIR was checkpointed by another policy\n"
 	  "  --fraction R    partial policies: R = 1/m of the rows every C/m iterations (default 1/4)\n"
@@ -172,6 +177,8 @@ static const struct cli_command commands[] = {
 	  "  --stream        SNAPSHOT (- for stdin) is safetensors or .npy snapshots, one after\n"
 	  "                  another, each handled as a call would; iterations from __metadata__\n"
 	  "                  scar.iteration, else --iteration N for the first and one more each\n"
+	  "  --threads N     compress on N threads (default: the cores); the files are\n"
+	  "                  the same byte for byte\n"
 	  "SNAPSHOT is a scar checkpoint, a safetensors or a .npy file. The rows\n"
 	  "scar-train's policy would write at that iteration, against DIR's saved view,\n"
 	  "go into DIR/ckpt-N.ckpt; one checkpoint event line goes to stdout, none when\n"

@@ -120,6 +120,7 @@ struct scar_store_policy {
 	const struct scar_store *s;
 	struct scar_train_opts o;
 	int force, sync;
+	unsigned threads;		/* compression threads (0: 1); the files are the same for every count */
 	char vpath[4096];
 	struct scar_state *view;	/* NULL until the first checkpoint of a new directory */
 	json_t *pol;			/* the view file's extra "policy" until it is checked */
@@ -136,7 +137,7 @@ void scar_store_policy_close(struct scar_store_policy *p)
 }
 
 int scar_store_policy_open(struct scar_store_policy **out, const struct scar_store *s,
-			   const struct scar_train_opts *o, int force, int sync,
+			   const struct scar_train_opts *o, int force, int sync, unsigned threads,
 			   struct scar_error *err)
 {
 	struct scar_store_policy *p;
@@ -153,6 +154,7 @@ int scar_store_policy_open(struct scar_store_policy **out, const struct scar_sto
 	p->o = *o;
 	p->force = force;
 	p->sync = sync;
+	p->threads = threads;
 	if (snprintf(p->vpath, sizeof(p->vpath), "%s/%s", s->dir, VIEW_NAME) >= (int)sizeof(p->vpath)) {
 		rc = scar_error_set(err, SCAR_EINVAL, "run directory name too long");
 		goto fail;
@@ -257,7 +259,8 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	struct scar_state *view = p->view, ck, aligned = { .tensors = NULL };
 	struct view_pos *pos = NULL;
 	struct scar_tensor *vt = NULL, **vp = NULL;
-	struct scar_store_write_opts wo = { .compress = 1, .sync = p->sync, .clock = st->iteration,
+	struct scar_store_write_opts wo = { .compress = 1, .sync = p->sync,
+					    .threads = p->threads, .clock = st->iteration,
 					    .rank = 0, .ranks = 1, .comm = NULL };
 	struct scar_ckpt_save_opts so;
 	uint64_t period = scar_train_policy_period(o), k = st->iteration;
@@ -388,6 +391,7 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	}
 	scar_ckpt_save_opts_init(&so);
 	so.sync = p->sync;
+	so.threads = p->threads ? p->threads : 1;
 	if ((rc = scar_ckpt_save(view, vpath, &so, err)))
 		goto out;
 	res->wrote = 1;
@@ -413,14 +417,14 @@ out:
 }
 
 int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
-				 struct scar_state *st, int force, int sync,
+				 struct scar_state *st, int force, int sync, unsigned threads,
 				 struct scar_store_policy_result *res, struct scar_error *err)
 {
 	struct scar_store_policy *p;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = scar_store_policy_open(&p, s, o, force, sync, err)))
+	if ((rc = scar_store_policy_open(&p, s, o, force, sync, threads, err)))
 		return rc;
 	rc = scar_store_policy_put(p, st, res, err);
 	scar_store_policy_close(p);

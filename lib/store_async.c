@@ -2,14 +2,19 @@
  * store_async.c - checkpoints persisted in the background (scar/store.h,
  * "the background writer"): one writer thread takes snapshots in order
  * and writes each with scar_store_write, so the trainer blocks only when
- * more than max_in_flight snapshots wait.
+ * more than max_in_flight snapshots wait. A prepare hook, when given, is
+ * run on each snapshot first, in submission order and ahead of any write
+ * still to do (the trainer chooses a partial checkpoint's rows there, off
+ * its loop); scar_store_async_prepared waits until all are.
  *
  * One thread, not a pool: checkpoints become durable in the order they
  * were taken, which is what the saved view's bookkeeping relies on. The
  * thread blocks every signal, so SIGINT/SIGTERM/SIGHUP reach the main
  * thread, whose handler (lib/file.c) removes the writer's temporary.
  */
+#define _GNU_SOURCE	/* SCHED_BATCH (Linux) */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +26,7 @@ struct async_job {
 	struct scar_state *snap;	/* owned */
 	struct scar_store_write_opts wo;
 	void *tag;
-	int done, rc;
+	int prepared, done, rc;
 	uint64_t bytes;
 	double seconds;
 	struct scar_error err;
@@ -33,7 +38,9 @@ struct scar_store_async {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* a job queued, finished, or stop */
 	struct async_job *ring;		/* max_in_flight slots, FIFO */
-	unsigned cap, head, count, next;	/* next: the oldest not yet started */
+	/* next: the oldest not yet written; prep: the oldest not yet prepared */
+	unsigned cap, head, count, next, prep;
+	scar_store_async_prepare_fn prepare;
 	int stop, started;
 };
 
@@ -48,26 +55,52 @@ static double now(void)
 static void *writer_main(void *arg)
 {
 	struct scar_store_async *a = arg;
+	struct sched_param sp = { 0 };
 	sigset_t all;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/*
+	 * Batch scheduling: waking the writer at a submit does not preempt the
+	 * trainer on its core (a normal thread woken there would, for up to
+	 * milliseconds on a busy machine); it gets its fair share all the same.
+	 * Threads it starts (the block pool) inherit it. Best effort.
+	 */
+#ifdef SCHED_BATCH
+	(void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+#else
+	(void)sp;
+#endif
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
 		struct async_job *j;
 		double t0;
 
-		while (!a->stop && a->next == a->count)
+		while (!a->stop && a->next == a->count && a->prep == a->count)
 			pthread_cond_wait(&a->cv, &a->mu);
+		if (a->prep < a->count) {
+			/* Preparing comes first: the trainer may be waiting for it. */
+			j = &a->ring[(a->head + a->prep) % a->cap];
+			pthread_mutex_unlock(&a->mu);
+			t0 = now();
+			if (a->prepare)
+				j->rc = a->prepare(j->tag, &j->wo, &j->err);
+			j->seconds = now() - t0;
+			pthread_mutex_lock(&a->mu);
+			j->prepared = 1;
+			a->prep++;
+			pthread_cond_broadcast(&a->cv);
+			continue;
+		}
 		if (a->next == a->count)	/* stop, and nothing left to write */
 			break;
 		j = &a->ring[(a->head + a->next) % a->cap];
 		pthread_mutex_unlock(&a->mu);
 		/* The job's fields are this thread's until done is set. */
 		t0 = now();
-		memset(&j->err, 0, sizeof(j->err));
-		j->rc = scar_store_write(&a->store, j->snap, &j->wo, &j->bytes, &j->err);
-		j->seconds = now() - t0;
+		if (!j->rc)
+			j->rc = scar_store_write(&a->store, j->snap, &j->wo, &j->bytes, &j->err);
+		j->seconds += now() - t0;
 		pthread_mutex_lock(&a->mu);
 		j->done = 1;
 		a->next++;
@@ -78,7 +111,8 @@ static void *writer_main(void *arg)
 }
 
 int scar_store_async_open(struct scar_store_async **out, const struct scar_store *s,
-			  unsigned max_in_flight, struct scar_error *err)
+			  unsigned max_in_flight, scar_store_async_prepare_fn prepare,
+			  struct scar_error *err)
 {
 	struct scar_store_async *a;
 	int e;
@@ -94,6 +128,7 @@ int scar_store_async_open(struct scar_store_async **out, const struct scar_store
 	}
 	a->store = *s;
 	a->cap = max_in_flight;
+	a->prepare = prepare;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	if ((e = pthread_create(&a->thread, NULL, writer_main, a))) {
@@ -158,8 +193,17 @@ int scar_store_async_collect(struct scar_store_async *a, int wait,
 	a->head = (a->head + 1) % a->cap;
 	a->count--;
 	a->next--;
+	a->prep--;
 	pthread_mutex_unlock(&a->mu);
 	return 1;
+}
+
+void scar_store_async_prepared(struct scar_store_async *a)
+{
+	pthread_mutex_lock(&a->mu);
+	while (a->prep < a->count)
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
 }
 
 void scar_store_async_close(struct scar_store_async *a)

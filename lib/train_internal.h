@@ -149,10 +149,15 @@ struct scar_train_ctx {
 	 */
 	uint64_t **ages;
 	size_t nages;
-	/* --async: the writer and the checkpoints in flight, oldest first (train_local.c). */
+	/*
+	 * --async: the writer, the checkpoints in flight, oldest first, and
+	 * the partial snapshots free for reuse (train_local.c).
+	 */
 	struct scar_store_async *writer;
-	struct scar_train_inflight *inflight;
+	struct scar_train_inflight **inflight;
 	unsigned ninflight;
+	struct scar_state **pool;
+	unsigned npool;
 };
 
 /*
@@ -256,8 +261,6 @@ json_t *scar_train_checkpoint_event(struct scar_train_ctx *c, int full, uint64_t
 				    uint64_t state_iter, uint64_t rows, uint64_t bytes,
 				    uint64_t file_bytes, double secs, double sel_secs,
 				    double bg_secs);
-/* scar_train_select_rows without marking the ages. */
-int scar_train_pick_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp);
 /*
  * The run from the header up to the loop: the header, the saved view
  * (rebuilt from c->o->ckpt_dir after a resume), the first iteration record

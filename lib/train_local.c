@@ -15,6 +15,7 @@
 #include "scar/model.h"
 #include "scar/store.h"
 #include "scar/train.h"
+#include "rewind.h"
 #include "train_internal.h"
 
 static int is_param(const struct scar_tensor *x)
@@ -131,27 +132,39 @@ out:
 /* ---- checkpoints in the background (--async) ---- */
 
 /*
- * A checkpoint submitted to the writer and not yet collected. The saved
- * view, the ages and the full base took its rows at once (the next
- * checkpoint's selection sees them, as in the synchronous mode); what they
- * held before is kept here, so that a failure while it is in flight can
- * recover from the durable checkpoints only (durable_view).
+ * A checkpoint submitted to the writer and not yet collected. The loop
+ * only copies the state into a snapshot (a full one becomes the full
+ * base; a partial one is a copy of the param tensors, from a pool of at
+ * most --async of them, reused); the rest is done on the writer thread by
+ * inflight_prepare, in submission order, before the write: choosing a
+ * partial checkpoint's rows against the saved view, taking them into the
+ * view, the ages and the full base - the next checkpoint's selection sees
+ * them, as in the synchronous mode - and keeping here what they held
+ * before, so that a failure while it is in flight can recover from the
+ * durable checkpoints only (durable_view, after scar_store_async_prepared:
+ * until then the saved view, the ages and the full base are the writer's).
  */
 struct scar_train_inflight {
-	struct scar_state *snap;	/* what the writer writes (owned, the full base when full) */
+	struct scar_train_ctx *t;
+	struct scar_state *snap;	/* what the writer writes (owned until based) */
 	struct scar_state *prev_full;	/* full: the base it replaced, freed once durable */
-	int full;
+	int full, based;		/* based: snap is the full base (last_full) now */
 	size_t ntensors;		/* of the state, the length of old_rows and old_ages */
-	uint64_t clock, state_iter, rows, bytes;
-	double secs, sel_secs;
+	uint64_t clock, state_iter, ncp;
+	/* loop thread: the loop's stall; writer (read once collected): the rest */
+	double secs;
+	uint64_t rows, bytes;
+	double sel_secs;
 	/* per tensor of the state: the saved rows and ages it replaced, packed in row order */
 	unsigned char **old_rows;
 	uint64_t **old_ages;
 };
 
-/* A full snapshot is the base (last_full, or a later full's prev_full): not freed here. */
-static void inflight_free(struct scar_train_inflight *f)
+/* f and what it owns; a partial snapshot goes back to the pool when there is room. */
+static void inflight_free(struct scar_train_ctx *t, struct scar_train_inflight *f)
 {
+	if (!f)
+		return;
 	for (size_t i = 0; f->old_rows && i < f->ntensors; i++)
 		free(f->old_rows[i]);
 	for (size_t i = 0; f->old_ages && i < f->ntensors; i++)
@@ -159,9 +172,11 @@ static void inflight_free(struct scar_train_inflight *f)
 	free(f->old_rows);
 	free(f->old_ages);
 	scar_state_free(f->prev_full);
-	if (!f->full)
+	if (!f->full && f->snap && t->npool < t->o->ckpt_in_flight)
+		t->pool[t->npool++] = f->snap;
+	else if (!f->based)
 		scar_state_free(f->snap);
-	memset(f, 0, sizeof(*f));
+	free(f);
 }
 
 static void swap_bytes(unsigned char *a, unsigned char *b, size_t n)
@@ -213,33 +228,179 @@ static void inflight_swap(struct scar_train_ctx *t, struct scar_train_inflight *
 	}
 }
 
-/* Keep the saved rows and ages of tensor i that snapshot tensor sn (present rows) replaces. */
-static int inflight_keep(struct scar_train_ctx *t, struct scar_train_inflight *f, size_t i,
-			 const struct scar_tensor *sn)
+/*
+ * Keep the saved rows and ages of tensor i that snapshot tensor sn
+ * (present rows) replaces, then take sn's rows into the saved view and
+ * mark their ages (the snapshot is the state they come from).
+ */
+static int inflight_take(struct scar_train_inflight *f, size_t i, const struct scar_tensor *sn,
+			 struct scar_error *err)
 {
-	const struct scar_tensor *sv = t->saved->tensors[i];
+	struct scar_train_ctx *t = f->t;
+	struct scar_tensor *sv = t->saved->tensors[i];
 	size_t rb = scar_tensor_row_bytes(sv), k = 0;
 	uint64_t rows = scar_tensor_rows(sv), n = 0;
-	const uint64_t *ages = t->ages && i < t->nages ? t->ages[i] : NULL;
+	uint64_t *ages = t->ages && i < t->nages ? t->ages[i] : NULL;
+	unsigned char *keep;
+	int rc;
 
 	for (uint64_t r = 0; r < rows; r++)
 		n += !sn->present || sn->present[r];
-	f->old_rows[i] = malloc(n * rb + 1);
+	f->old_rows[i] = keep = malloc(n * rb + 1);
 	if (ages)
 		f->old_ages[i] = malloc(2 * n * sizeof(**f->old_ages) + 1);
-	if (!f->old_rows[i] || (ages && !f->old_ages[i]))
-		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	if (!keep || (ages && !f->old_ages[i]))
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	for (uint64_t r = 0; r < rows; r++) {
 		if (sn->present && !sn->present[r])
 			continue;
-		memcpy(f->old_rows[i] + k * rb, scar_tensor_row(sv, r), rb);
+		memcpy(keep + k * rb, scar_tensor_row(sv, r), rb);
+		memcpy(scar_tensor_row(sv, r), scar_tensor_row(sn, r), rb);
 		if (ages) {
 			f->old_ages[i][2 * k] = ages[2 * r];
 			f->old_ages[i][2 * k + 1] = ages[2 * r + 1];
 		}
 		k++;
 	}
+	/* The ages as scar_train_select_rows marks them, from the snapshot's iteration and record. */
+	if (ages && (rc = scar_rewind_ages(f->snap, sn, sn->present, ages, err)))
+		return rc;
+	f->rows += n;
+	f->bytes += n * rb;
 	return 0;
+}
+
+/* scar_store_async's prepare hook: the writer thread's part of checkpoint_async. */
+static int inflight_prepare(void *tag, struct scar_store_write_opts *wo, struct scar_error *err)
+{
+	struct scar_train_inflight *f = tag;
+	struct scar_train_ctx *t = f->t;
+	struct scar_tensor **by_index = NULL;
+	struct scar_state sel;
+	size_t j = 0;
+	int rc = 0;
+
+	(void)wo;
+	f->old_rows = calloc(f->ntensors ? f->ntensors : 1, sizeof(*f->old_rows));
+	f->old_ages = calloc(f->ntensors ? f->ntensors : 1, sizeof(*f->old_ages));
+	if (!f->full)
+		by_index = calloc(f->ntensors ? f->ntensors : 1, sizeof(*by_index));
+	if (!f->old_rows || !f->old_ages || (!f->full && !by_index)) {
+		free(by_index);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	/* The selection's state: the snapshot's tensors at the state's indices. */
+	sel = *f->snap;
+	sel.ntensors = f->ntensors;
+	sel.tensors = by_index;
+	memset(&sel.index_, 0, sizeof(sel.index_));
+	for (size_t i = 0; !rc && i < f->ntensors; i++) {
+		struct scar_tensor *sn;
+
+		if (!is_param(t->saved->tensors[i]))
+			continue;
+		sn = f->full ? f->snap->tensors[i] : f->snap->tensors[j++];
+		if (!f->full) {
+			double ts = scar_train_now();
+
+			by_index[i] = sn;
+			rc = scar_train_policy_select(t->o, &sel, t->saved, i, f->ncp, NULL,
+						      sn->present, err);
+			f->sel_secs += scar_train_now() - ts;
+		}
+		if (!rc)
+			rc = inflight_take(f, i, sn, err);
+	}
+	free(by_index);
+	if (!rc && f->full) {
+		f->prev_full = t->last_full;
+		t->last_full = f->snap;
+		f->based = 1;
+	}
+	return rc;
+}
+
+/*
+ * The param tensors of the state into a snapshot with present maps (for
+ * the writer's selection): one from the pool, or a new one.
+ */
+static int snapshot_params(struct scar_train_ctx *t, struct scar_state **out)
+{
+	struct scar_state *st = t->st, *s, view;
+	struct scar_tensor *vt, **vp;
+	size_t nv = 0;
+	int rc = 0;
+
+	while (t->npool) {
+		json_t *config, *extra;
+
+		s = t->pool[--t->npool];
+		for (size_t i = 0; i < st->ntensors; i++) {
+			struct scar_tensor *x = st->tensors[i];
+
+			if (!is_param(x))
+				continue;
+			if (nv >= s->ntensors || !scar_tensor_same_layout(x, s->tensors[nv]) ||
+			    strcmp(x->name, s->tensors[nv]->name))
+				break;
+			nv++;
+		}
+		if (nv != s->ntensors) {	/* not this state's layout (cannot happen): a new one */
+			scar_state_free(s);
+			nv = 0;
+			continue;
+		}
+		config = json_deep_copy(st->config);
+		extra = json_deep_copy(st->extra);
+		if (!config || !extra) {
+			json_decref(config);
+			json_decref(extra);
+			t->pool[t->npool++] = s;
+			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		}
+		json_decref(s->config);
+		json_decref(s->extra);
+		s->config = config;
+		s->extra = extra;
+		s->iteration = st->iteration;
+		s->shards = st->shards;
+		nv = 0;
+		for (size_t i = 0; i < st->ntensors; i++)
+			if (is_param(st->tensors[i]))
+				memcpy(s->tensors[nv++]->data, st->tensors[i]->data,
+				       scar_tensor_bytes(st->tensors[i]));
+		*out = s;
+		return 0;
+	}
+	vt = calloc(st->ntensors ? st->ntensors : 1, sizeof(*vt));
+	vp = calloc(st->ntensors ? st->ntensors : 1, sizeof(*vp));
+	if (!vt || !vp) {
+		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < st->ntensors; i++)
+		if (is_param(st->tensors[i])) {
+			vt[nv] = *st->tensors[i];
+			vt[nv].present = NULL;
+			vp[nv] = &vt[nv];
+			nv++;
+		}
+	view = *st;
+	view.ntensors = nv;
+	view.tensors = vp;
+	memset(&view.index_, 0, sizeof(view.index_));
+	if ((rc = scar_state_clone(out, &view, t->err)))
+		goto out;
+	for (size_t k = 0; !rc && k < nv; k++)
+		rc = scar_tensor_init_present((*out)->tensors[k], 0, t->err);
+	if (rc) {
+		scar_state_free(*out);
+		*out = NULL;
+	}
+out:
+	free(vt);
+	free(vp);
+	return rc;
 }
 
 /*
@@ -252,7 +413,7 @@ static int collect_until(struct scar_train_ctx *t, unsigned left)
 
 	while (t->ninflight &&
 	       scar_store_async_collect(t->writer, t->ninflight > left, &res)) {
-		struct scar_train_inflight *f = &t->inflight[0];
+		struct scar_train_inflight *f = t->inflight[0];
 		json_t *rec = NULL;
 		int rc = res.rc;
 
@@ -262,7 +423,7 @@ static int collect_until(struct scar_train_ctx *t, unsigned left)
 			rec = scar_train_checkpoint_event(t, f->full, f->clock, f->state_iter, f->rows,
 							  f->bytes, res.bytes, f->secs, f->sel_secs,
 							  res.seconds);
-		inflight_free(f);
+		inflight_free(t, f);
 		memmove(t->inflight, t->inflight + 1, --t->ninflight * sizeof(*t->inflight));
 		if (rc || (rc = scar_train_emit(t, rec)))
 			return rc;
@@ -278,35 +439,40 @@ static int collect(struct scar_train_ctx *t, int wait)
 
 static unsigned durable_view(struct scar_train_ctx *t, int reverted)
 {
+	/*
+	 * The view is the writer's until it has taken every snapshot's rows:
+	 * wait for that (at most the write it is in), then take what became
+	 * durable meanwhile.
+	 */
+	if (reverted && t->ninflight)
+		scar_store_async_prepared(t->writer);
 	if (reverted && collect(t, 0))
 		return t->ninflight;	/* the error comes back at the next collect */
 	/* Newest first out, oldest first back: each swap sees the view it left. */
 	if (reverted)
 		for (unsigned k = t->ninflight; k-- > 0;)
-			inflight_swap(t, &t->inflight[k]);
+			inflight_swap(t, t->inflight[k]);
 	else
 		for (unsigned k = 0; k < t->ninflight; k++)
-			inflight_swap(t, &t->inflight[k]);
+			inflight_swap(t, t->inflight[k]);
 	return t->ninflight;
 }
 
 /*
- * checkpoint() of --async: the rows go into a snapshot the writer thread
- * writes, into the saved view at once (kept in the in-flight record), and
- * the loop goes on; only a full queue makes it wait.
+ * checkpoint() of --async: the loop copies the state into a snapshot and
+ * goes on; the writer thread chooses the rows and writes them (see struct
+ * scar_train_inflight). Only a full queue makes the loop wait.
  */
 static int checkpoint_async(struct scar_train_ctx *t, int full)
 {
-	struct scar_state *st = t->st, *snap = NULL;
+	struct scar_state *st = t->st;
 	struct scar_train_inflight *f;
 	struct scar_store_write_opts wo = {
 		.compress = t->o->ckpt_compress, .sync = t->o->ckpt_sync,
 		.threads = t->o->ckpt_threads,
 		.clock = t->clock, .rank = 0, .ranks = 1, .comm = NULL,
 	};
-	double t1 = scar_train_now(), ts, sel_secs = 0;
-	uint64_t ncp = st->iteration / scar_train_policy_period(t->o), rows_written = 0, bytes = 0;
-	uint8_t **sel = NULL;
+	double t1 = scar_train_now();
 	int rc;
 
 	/* A free slot: with the queue full, the oldest must become durable first. */
@@ -314,99 +480,24 @@ static int checkpoint_async(struct scar_train_ctx *t, int full)
 		return rc;
 	if ((rc = scar_train_set_clock(t, st)))
 		return rc;
-	sel = calloc(st->ntensors, sizeof(*sel));
-	if (!sel)
+	if (!(f = calloc(1, sizeof(*f))))
 		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-	if (full) {
-		rc = scar_state_clone(&snap, st, t->err);
-	} else {
-		/* The selected rows of the param tensors, the others absent. */
-		struct scar_state view = *st;
-		struct scar_tensor *vt = calloc(st->ntensors, sizeof(*vt));
-		struct scar_tensor **vp = calloc(st->ntensors, sizeof(*vp));
-		size_t nv = 0;
-
-		if (!vt || !vp)
-			rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		for (size_t i = 0; !rc && i < st->ntensors; i++) {
-			struct scar_tensor *x = st->tensors[i];
-			uint64_t rows = scar_tensor_rows(x);
-
-			if (!is_param(x))
-				continue;
-			if (!(sel[i] = malloc(rows ? rows : 1))) {
-				rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-				break;
-			}
-			ts = scar_train_now();
-			rc = scar_train_pick_rows(t, i, sel[i], ncp);
-			sel_secs += scar_train_now() - ts;
-			vt[nv] = *x;
-			vt[nv].present = sel[i];
-			vp[nv] = &vt[nv];
-			nv++;
-		}
-		view.ntensors = nv;
-		view.tensors = vp;
-		memset(&view.index_, 0, sizeof(view.index_));
-		if (!rc)
-			rc = scar_state_clone(&snap, &view, t->err);
-		free(vt);
-		free(vp);
-	}
-	if (rc)
-		goto out;
-	f = &t->inflight[t->ninflight];
-	memset(f, 0, sizeof(*f));
-	f->snap = snap;
+	f->t = t;
 	f->full = full;
 	f->clock = t->clock;
 	f->state_iter = st->iteration;
+	f->ncp = st->iteration / scar_train_policy_period(t->o);
 	f->ntensors = st->ntensors;
-	f->old_rows = calloc(st->ntensors, sizeof(*f->old_rows));
-	f->old_ages = calloc(st->ntensors, sizeof(*f->old_ages));
-	if (!f->old_rows || !f->old_ages) {
-		rc = scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		goto fail;
+	rc = full ? scar_state_clone(&f->snap, st, t->err) : snapshot_params(t, &f->snap);
+	if (rc) {
+		free(f);
+		return rc;
 	}
-	/* What the view held, then the new rows into it; the ages as select_rows marks them. */
-	for (size_t i = 0; i < st->ntensors; i++) {
-		struct scar_tensor *x = st->tensors[i];
-		const struct scar_tensor *sn = scar_state_find(snap, x->name);
-		size_t rb = scar_tensor_row_bytes(x);
-
-		if (!is_param(x) || !sn)
-			continue;
-		if ((rc = inflight_keep(t, f, i, sn)) ||
-		    (rc = scar_train_ages_mark(t, i, full ? NULL : sel[i])))
-			goto fail;
-		for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
-			if (!sn->present || sn->present[r]) {
-				memcpy(scar_tensor_row(t->saved->tensors[i], r), scar_tensor_row(x, r), rb);
-				rows_written++;
-				bytes += rb;
-			}
-	}
-	if (full) {
-		f->prev_full = t->last_full;
-		t->last_full = snap;
-	}
-	f->rows = rows_written;
-	f->bytes = bytes;
-	f->sel_secs = sel_secs;
-	f->secs = scar_train_now() - t1;
 	/* The slot was made free above, so the queue has room. */
-	scar_store_async_submit(t->writer, snap, &wo, NULL);
-	t->ninflight++;
-	goto out;
-fail:
-	f->full = 0;	/* snap is not the base yet: freed with the record */
-	inflight_free(f);
-out:
-	for (size_t i = 0; i < st->ntensors; i++)
-		free(sel[i]);
-	free(sel);
-	return rc;
+	t->inflight[t->ninflight++] = f;
+	scar_store_async_submit(t->writer, f->snap, &wo, f);
+	f->secs = scar_train_now() - t1;
+	return 0;
 }
 
 static int checkpoint_any(struct scar_train_ctx *t, int full)
@@ -473,11 +564,13 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 	if (ref && (rc = scar_train_cost_target(&t, ref, nref, &ci)))
 		goto out;
 	if (o->ckpt_dir && o->ckpt_in_flight) {
-		if (!(t.inflight = calloc(o->ckpt_in_flight, sizeof(*t.inflight)))) {
+		if (!(t.inflight = calloc(o->ckpt_in_flight, sizeof(*t.inflight))) ||
+		    !(t.pool = calloc(o->ckpt_in_flight, sizeof(*t.pool)))) {
 			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 			goto out;
 		}
-		if ((rc = scar_store_async_open(&t.writer, &t.store, o->ckpt_in_flight, err)))
+		if ((rc = scar_store_async_open(&t.writer, &t.store, o->ckpt_in_flight,
+						 inflight_prepare, err)))
 			goto out;
 	}
 	if (!(rc = scar_train_begin(&t, config)) && !(rc = scar_train_loop(&t, &ci, &done)))
@@ -487,10 +580,15 @@ out:
 	scar_store_async_close(t.writer);
 	t.writer = NULL;
 	for (unsigned k = 0; k < t.ninflight; k++)
-		inflight_free(&t.inflight[k]);
+		inflight_free(&t, t.inflight[k]);
 	free(t.inflight);
 	t.inflight = NULL;
 	t.ninflight = 0;
+	for (unsigned k = 0; k < t.npool; k++)
+		scar_state_free(t.pool[k]);
+	free(t.pool);
+	t.pool = NULL;
+	t.npool = 0;
 	scar_train_ctx_release(&t, rc, objs, nobjs);
 	free(ref);
 	json_decref(config);

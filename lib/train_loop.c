@@ -487,11 +487,6 @@ static int select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64
 	return rc;
 }
 
-int scar_train_pick_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
-{
-	return select_rows(c, ti, sel, ncp);
-}
-
 /* The rows a partial checkpoint writes, which become their saved values (ages). */
 int scar_train_select_rows(struct scar_train_ctx *c, size_t ti, uint8_t *sel, uint64_t ncp)
 {

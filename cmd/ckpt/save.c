@@ -120,7 +120,7 @@ static int stream_iteration(const struct scar_array_stream *in, const char *path
 
 /* --stream: every snapshot of path into the store, the lock held throughout. */
 static int save_stream(const char *path, const char *dir, struct scar_train_opts *o,
-		       uint64_t given, uint64_t shards, int force, int sync)
+		       uint64_t given, uint64_t shards, int force, int sync, unsigned threads)
 {
 	struct scar_store store;
 	struct scar_store_policy *p = NULL;
@@ -154,7 +154,7 @@ static int save_stream(const char *path, const char *dir, struct scar_train_opts
 		goto out;
 	}
 	if (scar_store_lock(&store, &e) < 0 ||
-	    scar_store_policy_open(&p, &store, o, force, sync, &e) < 0) {
+	    scar_store_policy_open(&p, &store, o, force, sync, threads, &e) < 0) {
 		warn_err(dir, &e);
 		goto unlock;
 	}
@@ -201,7 +201,7 @@ int cmd_save(int argc, char **argv)
 	struct scar_store store;
 	struct scar_state *st;
 	struct scar_error e;
-	uint64_t iter = UINT64_MAX, shards = 0;
+	uint64_t iter = UINT64_MAX, shards = 0, threads = cli_default_threads();
 	int c, force = 0, sync = 1, policy_given = 0, stream = 0, is_array, rc;
 	const char *dir;
 
@@ -225,6 +225,7 @@ int cmd_save(int argc, char **argv)
 		case OPT_FORCE: force = 1; break;
 		case OPT_NO_SYNC: sync = 0; break;
 		case OPT_STREAM: stream = 1; break;
+		case OPT_THREADS: threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX); break;
 		}
 	}
 	if (!policy_given)
@@ -235,7 +236,8 @@ int cmd_save(int argc, char **argv)
 		cli_usage_error("save needs SNAPSHOT and DIR");
 	dir = argv[optind + 1];
 	if (stream)
-		return save_stream(argv[optind], dir, &o, iter, shards, force, sync);
+		return save_stream(argv[optind], dir, &o, iter, shards, force, sync,
+				   (unsigned)threads);
 	scar_error_clear(&e);
 	st = load_snapshot(argv[optind], shards, &is_array);
 	if (iter == UINT64_MAX) {
@@ -251,7 +253,8 @@ int cmd_save(int argc, char **argv)
 	}
 	scar_store_init(&store, dir);
 	if (scar_store_lock(&store, &e) < 0 ||
-	    scar_store_policy_checkpoint(&store, &o, st, force, sync, &res, &e) < 0) {
+	    scar_store_policy_checkpoint(&store, &o, st, force, sync,
+					 (unsigned)threads, &res, &e) < 0) {
 		scar_store_unlock(&store);
 		warn_err(dir, &e);
 		scar_state_free(st);

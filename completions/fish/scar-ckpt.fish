@@ -24,7 +24,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l no-compress -d
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l level -x -a '0 1 2 3 4 5 6 7 8 9 10 11 12' -d 'LZ4 level'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l dtype -x -a 'f32 f64 f16 bf16' -d 'float type'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert import" -l shards -x -d 'shard count'
-complete -c scar-ckpt -n "__fish_seen_subcommand_from convert import" -l threads -x -d 'compression threads'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from apply convert import save" -l threads -x -d 'compression threads'
 
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l format -x -a 'raw npy json safetensors' -d 'output format'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l rows -x -d 'only rows A..B-1 (A:B)'

@@ -185,10 +185,11 @@ struct scar_store_policy_result {
  * snapshot whose parameter tensors differ from the view's (SCAR_EMISMATCH
  * naming the first), an iteration not after the last (SCAR_EINVAL), a
  * policy other than the view's unless force (SCAR_EINVAL). st's extra gets
- * the clock and schedule.
+ * the clock and schedule. The files are fsynced when sync, and compressed
+ * on threads threads (0: 1), the same bytes for every count.
  */
 int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_train_opts *o,
-				 struct scar_state *st, int force, int sync,
+				 struct scar_state *st, int force, int sync, unsigned threads,
 				 struct scar_store_policy_result *res, struct scar_error *err);
 
 /*
@@ -207,7 +208,7 @@ int scar_store_policy_checkpoint(const struct scar_store *s, const struct scar_t
  */
 struct scar_store_policy;
 int scar_store_policy_open(struct scar_store_policy **out, const struct scar_store *s,
-			   const struct scar_train_opts *o, int force, int sync,
+			   const struct scar_train_opts *o, int force, int sync, unsigned threads,
 			   struct scar_error *err);
 int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 			  struct scar_store_policy_result *res, struct scar_error *err);
@@ -243,19 +244,29 @@ int scar_store_write(const struct scar_store *s, const struct scar_state *view,
  * SCAR_STORE_ASYNC_MAX) submitted and not yet collected. A checkpoint is
  * durable once collected with rc 0 (renamed, and fsynced with its
  * directory when wo.sync).
+ *
+ * prepare (NULL: none) is called on the writer thread with each job's tag
+ * and options before its write, in submission order, each job prepared as
+ * soon as the thread is free (before writes still to do): it may fill in
+ * the snapshot and wo; nonzero (err filled in) skips the write and is the
+ * job's rc.
  */
 struct scar_store_async;
+
+typedef int (*scar_store_async_prepare_fn)(void *tag, struct scar_store_write_opts *wo,
+					   struct scar_error *err);
 
 struct scar_store_async_result {
 	void *tag;		/* as submitted */
 	int rc;			/* scar_store_write's */
 	uint64_t bytes;		/* the file's size */
-	double seconds;		/* the write's time in the background */
+	double seconds;		/* the job's time in the background (prepare and write) */
 	struct scar_error err;
 };
 
 int scar_store_async_open(struct scar_store_async **a, const struct scar_store *s,
-			  unsigned max_in_flight, struct scar_error *err);
+			  unsigned max_in_flight, scar_store_async_prepare_fn prepare,
+			  struct scar_error *err);
 /*
  * Queue snap with tag; -1 with nothing queued when max_in_flight are
  * already in flight: collect first. snap stays the caller's, who must not
@@ -269,6 +280,8 @@ int scar_store_async_submit(struct scar_store_async *a, struct scar_state *snap,
  */
 int scar_store_async_collect(struct scar_store_async *a, int wait,
 			     struct scar_store_async_result *res);
+/* Wait until every job submitted has been prepared (its write may still be going). */
+void scar_store_async_prepared(struct scar_store_async *a);
 /* Write what is queued, stop the thread, free a (NULL: nothing). */
 void scar_store_async_close(struct scar_store_async *a);
 
