@@ -26,7 +26,7 @@ struct async_job {
 	struct scar_state *snap;	/* owned */
 	struct scar_store_write_opts wo;
 	void *tag;
-	int prepared, done, rc;
+	int done, rc;
 	uint64_t bytes;
 	double seconds;
 	struct scar_error err;
@@ -52,32 +52,42 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/*
+ * The writer is a batch thread while it waits for work: a thread woken with
+ * the normal policy may preempt the waker on its core (the loop, at a
+ * submit, for milliseconds on a busy machine), a batch one does not. Once
+ * it has work it is a normal thread again, its share of the CPU a fair
+ * one. Best effort: where the policy is not there, the wake is as it was.
+ */
+static void writer_batch(int on)
+{
+#ifdef SCHED_BATCH
+	struct sched_param sp = { 0 };
+
+	(void)pthread_setschedparam(pthread_self(), on ? SCHED_BATCH : SCHED_OTHER, &sp);
+#else
+	(void)on;
+#endif
+}
+
 static void *writer_main(void *arg)
 {
 	struct scar_store_async *a = arg;
-	struct sched_param sp = { 0 };
 	sigset_t all;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	/*
-	 * Batch scheduling: waking the writer at a submit does not preempt the
-	 * trainer on its core (a normal thread woken there would, for up to
-	 * milliseconds on a busy machine); it gets its fair share all the same.
-	 * Threads it starts (the block pool) inherit it. Best effort.
-	 */
-#ifdef SCHED_BATCH
-	(void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-#else
-	(void)sp;
-#endif
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
 		struct async_job *j;
 		double t0;
 
-		while (!a->stop && a->next == a->count && a->prep == a->count)
-			pthread_cond_wait(&a->cv, &a->mu);
+		if (!a->stop && a->next == a->count && a->prep == a->count) {
+			writer_batch(1);
+			while (!a->stop && a->next == a->count && a->prep == a->count)
+				pthread_cond_wait(&a->cv, &a->mu);
+			writer_batch(0);
+		}
 		if (a->prep < a->count) {
 			/* Preparing comes first: the trainer may be waiting for it. */
 			j = &a->ring[(a->head + a->prep) % a->cap];
@@ -87,7 +97,6 @@ static void *writer_main(void *arg)
 				j->rc = a->prepare(j->tag, &j->wo, &j->err);
 			j->seconds = now() - t0;
 			pthread_mutex_lock(&a->mu);
-			j->prepared = 1;
 			a->prep++;
 			pthread_cond_broadcast(&a->cv);
 			continue;

@@ -150,14 +150,15 @@ struct scar_train_ctx {
 	uint64_t **ages;
 	size_t nages;
 	/*
-	 * --async: the writer, the checkpoints in flight, oldest first, and
-	 * the partial snapshots free for reuse (train_local.c).
+	 * --async: the writer, the checkpoints in flight, oldest first, the
+	 * partial snapshots free for reuse and the full one (train_local.c).
 	 */
 	struct scar_store_async *writer;
 	struct scar_train_inflight **inflight;
 	unsigned ninflight;
 	struct scar_state **pool;
 	unsigned npool;
+	struct scar_state *spare_full;
 };
 
 /*

@@ -171,7 +171,11 @@ static void inflight_free(struct scar_train_ctx *t, struct scar_train_inflight *
 		free(f->old_ages[i]);
 	free(f->old_rows);
 	free(f->old_ages);
-	scar_state_free(f->prev_full);
+	/* The base a durable full checkpoint replaced: the next full one's snapshot. */
+	if (f->prev_full && !t->spare_full)
+		t->spare_full = f->prev_full;
+	else
+		scar_state_free(f->prev_full);
 	if (!f->full && f->snap && t->npool < t->o->ckpt_in_flight)
 		t->pool[t->npool++] = f->snap;
 	else if (!f->based)
@@ -321,57 +325,61 @@ static int inflight_prepare(void *tag, struct scar_store_write_opts *wo, struct 
 }
 
 /*
- * The param tensors of the state into a snapshot with present maps (for
- * the writer's selection): one from the pool, or a new one.
+ * Copy st (its param tensors only when params) into snapshot s of the same
+ * layout, buffers kept: 1 when copied, 0 when s has another layout.
  */
-static int snapshot_params(struct scar_train_ctx *t, struct scar_state **out)
+static int snapshot_copy(struct scar_train_ctx *t, struct scar_state *s,
+			 const struct scar_state *st, int params)
 {
-	struct scar_state *st = t->st, *s, view;
+	json_t *config, *extra;
+	size_t n = 0;
+
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *x = st->tensors[i], *y;
+
+		if (params && !is_param(x))
+			continue;
+		if (n >= s->ntensors)
+			return 0;
+		y = s->tensors[n++];
+		/* a partial snapshot has present maps for the writer; a full one none */
+		if (!scar_tensor_same_layout(x, y) || strcmp(x->name, y->name) ||
+		    x->role != y->role || (params ? !y->present : y->present != NULL) ||
+		    x->present)
+			return 0;
+	}
+	if (n != s->ntensors)
+		return 0;
+	config = json_deep_copy(st->config);
+	extra = json_deep_copy(st->extra);
+	if (!config || !extra) {
+		json_decref(config);
+		json_decref(extra);
+		return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
+	}
+	json_decref(s->config);
+	json_decref(s->extra);
+	s->config = config;
+	s->extra = extra;
+	s->iteration = st->iteration;
+	s->shards = st->shards;
+	n = 0;
+	for (size_t i = 0; i < st->ntensors; i++)
+		if (!params || is_param(st->tensors[i]))
+			memcpy(s->tensors[n++]->data, st->tensors[i]->data,
+			       scar_tensor_bytes(st->tensors[i]));
+	return 1;
+}
+
+/* A new snapshot of the param tensors of the state, with present maps for the writer's choice. */
+static int snapshot_new(struct scar_train_ctx *t, struct scar_state **out)
+{
+	struct scar_state *st = t->st, view;
 	struct scar_tensor *vt, **vp;
 	size_t nv = 0;
 	int rc = 0;
 
-	while (t->npool) {
-		json_t *config, *extra;
-
-		s = t->pool[--t->npool];
-		for (size_t i = 0; i < st->ntensors; i++) {
-			struct scar_tensor *x = st->tensors[i];
-
-			if (!is_param(x))
-				continue;
-			if (nv >= s->ntensors || !scar_tensor_same_layout(x, s->tensors[nv]) ||
-			    strcmp(x->name, s->tensors[nv]->name))
-				break;
-			nv++;
-		}
-		if (nv != s->ntensors) {	/* not this state's layout (cannot happen): a new one */
-			scar_state_free(s);
-			nv = 0;
-			continue;
-		}
-		config = json_deep_copy(st->config);
-		extra = json_deep_copy(st->extra);
-		if (!config || !extra) {
-			json_decref(config);
-			json_decref(extra);
-			t->pool[t->npool++] = s;
-			return scar_error_set(t->err, SCAR_ENOMEM, "out of memory");
-		}
-		json_decref(s->config);
-		json_decref(s->extra);
-		s->config = config;
-		s->extra = extra;
-		s->iteration = st->iteration;
-		s->shards = st->shards;
-		nv = 0;
-		for (size_t i = 0; i < st->ntensors; i++)
-			if (is_param(st->tensors[i]))
-				memcpy(s->tensors[nv++]->data, st->tensors[i]->data,
-				       scar_tensor_bytes(st->tensors[i]));
-		*out = s;
-		return 0;
-	}
+	*out = NULL;
 	vt = calloc(st->ntensors ? st->ntensors : 1, sizeof(*vt));
 	vp = calloc(st->ntensors ? st->ntensors : 1, sizeof(*vp));
 	if (!vt || !vp) {
@@ -401,6 +409,34 @@ out:
 	free(vt);
 	free(vp);
 	return rc;
+}
+
+/*
+ * The snapshot of a checkpoint: a partial one's from the pool (filled when
+ * the writer started, so the loop neither allocates nor faults pages in),
+ * a full one's into the base the last durable full one replaced; a new one
+ * when there is none of the state's layout.
+ */
+static int snapshot_take(struct scar_train_ctx *t, int full, struct scar_state **out)
+{
+	struct scar_state **spare = full ? &t->spare_full : t->npool ? &t->pool[t->npool - 1] : NULL;
+	int rc;
+
+	if (spare && *spare) {
+		if ((rc = snapshot_copy(t, *spare, t->st, !full)) < 0)
+			return rc;
+		if (rc) {
+			*out = *spare;
+			*spare = NULL;
+			t->npool -= !full;
+			return 0;
+		}
+		/* another layout (the state's does not change in a run): not reused */
+		scar_state_free(*spare);
+		*spare = NULL;
+		t->npool -= !full;
+	}
+	return full ? scar_state_clone(out, t->st, t->err) : snapshot_new(t, out);
 }
 
 /*
@@ -488,8 +524,7 @@ static int checkpoint_async(struct scar_train_ctx *t, int full)
 	f->state_iter = st->iteration;
 	f->ncp = st->iteration / scar_train_policy_period(t->o);
 	f->ntensors = st->ntensors;
-	rc = full ? scar_state_clone(&f->snap, st, t->err) : snapshot_params(t, &f->snap);
-	if (rc) {
+	if ((rc = snapshot_take(t, full, &f->snap))) {
 		free(f);
 		return rc;
 	}
@@ -572,6 +607,12 @@ static int train_core(const struct scar_train_opts *o, struct scar_train_result 
 		if ((rc = scar_store_async_open(&t.writer, &t.store, o->ckpt_in_flight,
 						 inflight_prepare, err)))
 			goto out;
+		/* The snapshots' buffers, made before the loop: it only copies into them. */
+		while (!rc && t.npool < o->ckpt_in_flight &&
+		       !(rc = snapshot_new(&t, &t.pool[t.npool])))
+			t.npool++;
+		if (rc || (rc = scar_state_clone(&t.spare_full, t.st, err)))
+			goto out;
 	}
 	if (!(rc = scar_train_begin(&t, config)) && !(rc = scar_train_loop(&t, &ci, &done)))
 		rc = scar_train_finish(&t, &ci, done);
@@ -589,6 +630,8 @@ out:
 	free(t.pool);
 	t.pool = NULL;
 	t.npool = 0;
+	scar_state_free(t.spare_full);
+	t.spare_full = NULL;
 	scar_train_ctx_release(&t, rc, objs, nobjs);
 	free(ref);
 	json_decref(config);
