@@ -17,18 +17,21 @@
 #   ckpt %       ckpt s against the none run's train s (measured inside the
 #                run, so steadier than overhead on a loaded machine);
 #   select s     of which choosing the rows (priority: every row's distance
-#                from its saved value, then a sort);
+#                from its saved value, then a sort); with +async it is done
+#                on the writer thread, part of bg s, not of ckpt s;
 #   select %     select s against the none run's train s: the issue's
 #                at-most-3% figure for priority;
-#   bg s         with --async (the policies marked +async): the writes'
-#                time in the background thread, off the loop; ckpt s is
-#                then the loop's stall (selection, copy, waiting for a slot);
+#   bg s         with --async (the policies marked +async): the writer
+#                thread's time, off the loop (choosing the rows, then the
+#                write); ckpt s is then the loop's stall (waiting for a
+#                slot, copying the state into the snapshot);
 #   bytes/iter   checkpoint bytes written (file sizes) per iteration -
 #                deterministic, the same in every run; the policies write
 #                equal rows per iteration by construction, the bytes differ
 #                by compression and per-file overhead.
 #
-# BENCH_QUICK=1: one run each, fewer iterations.
+# BENCH_QUICK=1: one run each, fewer iterations. BENCH_ASYNC=N: the +async
+# policies with --async=N, N checkpoints in flight (default 1).
 set -eu
 cd "$(dirname "$0")/.."
 out=bench/out/overhead
@@ -67,7 +70,7 @@ model_args() {
 # P+async is P with --async (checkpoints written in the background).
 one() {
 	m=$1 policy=${2%+async} extra=""
-	[ "$policy" = "$2" ] || extra=--async
+	[ "$policy" = "$2" ] || extra=--async=${BENCH_ASYNC:-1}
 	dir=$out/ckpt-$m-$policy
 	rm -rf "$dir"
 	if [ "$policy" = none ]; then
@@ -113,4 +116,5 @@ for m in mlr mf lda; do
 	done
 done
 echo "(medians of $runs runs each, interleaved; wall clock on a shared machine: compare within a model, not across runs;"
-echo " with +async, ckpt s is the loop's stall and bg s the writes in the background thread)"
+echo " with +async (--async=${BENCH_ASYNC:-1}), ckpt s is the loop's stall, and bg s the writer thread's time:"
+echo " the choice of the rows, select s, then the write)"
