@@ -145,7 +145,7 @@ static const struct cli_command commands[] = {
 	  "  --c C           contraction rate, in (0, 1)\n"
 	  "  --D D           distance ||x(0) - x*|| (used with --step; alone it cancels out,\n"
 	  "                  with a warning)\n"
-	  "  --failure-rate P  failures per iteration, in [0, 1] (0.001 or 1/1000)\n"
+	  "  --failure-rate P  failures per iteration, in [0, 1]\n"
 	  "  --help          show this help and exit\n"
 	  "  --iters N       average over failures at clocks 1..N (default: steady state)\n"
 	  "  --json          print one JSON object with the whole curve\n"
@@ -796,30 +796,6 @@ static int cmd_check(int argc, char **argv)
 
 /* ---- plan ---- */
 
-/*
- * --budget: a fraction in (0, 1]. A whole number above 1 is most likely an
- * interval ("a full checkpoint every 10"): say what to type instead.
- */
-static double parse_budget(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (*s && !*end && errno == 0 && isfinite(v) && v > 1)
-		cli_usage_error("option '--budget': %s is not a fraction in (0, 1]: a full "
-				"checkpoint every %s iterations is --budget 1/%s", s, s, s);
-	return cli_parse_fraction("--budget", s);
-}
-
-/* --failure-rate: a probability, as a decimal or a/b (1/1000: one failure in 1000 iterations) */
-static double parse_rate(const char *s)
-{
-	return strchr(s, '/') ? cli_parse_fraction("--failure-rate", s)
-			      : cli_parse_probability("--failure-rate", s);
-}
-
 /* v as people write it: "1/8" when 1/v is a whole number, else 3 significant digits. */
 static const char *frac(double v)
 {
@@ -1080,10 +1056,12 @@ static int cmd_plan(int argc, char **argv)
 
 	while ((opt = cli_command_getopt(argc, argv, ":h", plan_opts)) != -1) {
 		switch (opt) {
-		case OPT_BUDGET: po.budget = parse_budget(optarg); break;
+		case OPT_BUDGET: po.budget = cli_parse_fraction("--budget", optarg); break;
 		case OPT_C: po.c = cli_parse_double("--c", optarg, 0, 1); break;
 		case OPT_D: D = cli_parse_double("--D", optarg, 0, 1e300); break;
-		case OPT_FAILURE_RATE: po.fail_rate = parse_rate(optarg); break;
+		case OPT_FAILURE_RATE:
+			po.fail_rate = cli_parse_probability("--failure-rate", optarg);
+			break;
 		case OPT_ITERS: po.iters = cli_parse_u64("--iters", optarg, 1, 100000000); break;
 		case OPT_JSON: json = 1; break;
 		case OPT_LOST_FRACTION:
