@@ -143,13 +143,18 @@ static const struct cli_command commands[] = {
 	  "  --budget B      rows fraction written per iteration, in [1e-4, 1] (1/10 = a full\n"
 	  "                  checkpoint every 10 iterations)\n"
 	  "  --c C           contraction rate, in (0, 1)\n"
-	  "  --D D           distance ||x(0) - x*|| (with --step; alone it cancels)\n"
+	  "  --D D           distance ||x(0) - x*|| (used with --step; alone it cancels out,\n"
+	  "                  with a warning)\n"
 	  "  --failure-rate P  failures per iteration, in [0, 1]\n"
 	  "  --help          show this help and exit\n"
 	  "  --iters N       average over failures at clocks 1..N (default: steady state)\n"
-	  "  --json          print one JSON object with the curve\n"
+	  "  --json          print one JSON object with the whole curve\n"
 	  "  --lost-fraction F  fraction of rows a failure loses (default 1)\n"
-	  "  --step S        first step ||x(1) - x(0)|| (default (1 - c) D, as fit bounds D)\n" },
+	  "  --step S        first step ||x(1) - x(0)|| (default (1 - c) D, as fit bounds D)\n"
+	  "Prints a few settings scar-train can run (1/B whole, the interval a multiple of\n"
+	  "the partial one) with their predicted rework, the recommendation and why.\n"
+	  "The model spreads drift evenly over the rows: it cannot credit prioritized\n"
+	  "checkpoints (scar-bound(1) compares it with measured costs).\n" },
 };
 /* ---- output ---- */
 
@@ -322,6 +327,15 @@ static void read_diff_json(struct pert_list *l, double T)
 		if (err.code == SCAR_EFORMAT && strncmp(err.msg, "text after", 10) == 0)
 			snprintf(err.msg, sizeof(err.msg), "text after the JSON object on stdin: "
 				 "evaluate takes one scar-diff result (use --delta for several)");
+		/* a checkpoint or array piped in where its diff was meant */
+		if (err.code == SCAR_EFORMAT && strstr(err.msg, ", not JSON text")) {
+			char m[sizeof(err.msg)];
+
+			snprintf(m, sizeof(m), "%s", err.msg);
+			snprintf(err.msg, sizeof(err.msg), "%.*s, not scar-diff's JSON: pipe "
+				 "'scar-diff --json A B' into evaluate", (int)(strlen(m) -
+				 strlen(", not JSON text")), m);
+		}
 		cli_die_error(&err);
 	}
 	if (!json_is_object(o))
@@ -782,18 +796,73 @@ static int cmd_check(int argc, char **argv)
 
 /* ---- plan ---- */
 
-static void scar_train_flags(char *buf, size_t n, const struct scar_bound_plan_point *p,
-			     double budget)
+/* v as people write it: "1/8" when 1/v is a whole number, else 3 significant digits. */
+static const char *frac(double v)
 {
-	unsigned long long C = (unsigned long long)llround(1 / budget);
+	static char buf[4][40];
+	static int next;
+	char *b = buf[next++ & 3];
+	double inv = 1 / v;
 
-	if (C < 1)
-		C = 1;
-	if (p->fraction >= 1 || p->every >= C)
+	if (v > 0 && v < 1 && fabs(inv - round(inv)) <= 1e-9 * inv && inv < 1e15)
+		snprintf(b, 40, "1/%.0f", round(inv));
+	else
+		snprintf(b, 40, "%.3g", v);
+	return b;
+}
+
+/*
+ * A predicted number: 3 significant digits are all the model is good for,
+ * without an exponent from 1e-4 to 1e6 (8740, not 8.74e+03; 7500 for 7496)
+ * and without trailing zeros (4.5, not 4.50).
+ */
+static const char *sig3(double v)
+{
+	static char buf[8][40];
+	static int next;
+	char *b = buf[next++ & 7];
+	double a = fabs(v);
+
+	if (a >= 1e-4 && a < 1e6) {
+		int dec = 2 - (int)floor(log10(a));
+		char *dot;
+
+		if (dec < 0) {	/* 7496 -> 7500 */
+			double p = pow(10, -dec);
+
+			v = round(v / p) * p;
+			dec = 0;
+		}
+		snprintf(b, 40, "%.*f", dec, v);
+		if ((dot = strchr(b, '.'))) {
+			char *e = b + strlen(b);
+
+			while (e > dot + 1 && e[-1] == '0')
+				*--e = 0;
+			if (e == dot + 1)
+				*dot = 0;
+		}
+	} else {
+		snprintf(b, 40, "%.3g", v);
+	}
+	return b;
+}
+
+/*
+ * The scar-train options that write candidate p, or "" when none can
+ * (only the runnable points: a whole cycle C = 1/B that p.every divides).
+ */
+static void scar_train_flags(char *buf, size_t n, const struct scar_bound_plan *pl,
+			     const struct scar_bound_plan_point *p)
+{
+	buf[0] = 0;
+	if (!p->runnable)
+		return;
+	if (p->every == pl->cycle)
 		snprintf(buf, n, "--policy full --interval %llu", (unsigned long long)p->every);
 	else
-		snprintf(buf, n, "--policy round-robin --interval %llu --fraction %llu/%llu", C,
-			 (unsigned long long)p->every, C);
+		snprintf(buf, n, "--policy round-robin --interval %llu --fraction 1/%llu",
+			 (unsigned long long)pl->cycle, (unsigned long long)(pl->cycle / p->every));
 }
 
 static json_t *point_json(const struct scar_bound_plan_point *p)
@@ -807,7 +876,172 @@ static json_t *point_json(const struct scar_bound_plan_point *p)
 	json_put(o, "mean_rho", jnum(p->mean_rho));
 	json_put(o, "iota", jnum(p->iota));
 	json_put(o, "rework", jnum(p->rework));
+	json_put(o, "runnable", json_boolean(p->runnable));
 	return o;
+}
+
+#define PLAN_ROWS 5	/* candidates in the text table, besides the baseline */
+
+/*
+ * Which candidates the text table shows: the recommendation, the full
+ * checkpoint, the smallest partial one, and the runnable ones of least
+ * rework up to PLAN_ROWS; in order of every, largest first. Returns how
+ * many of pl->points' indices it put in rows.
+ */
+static size_t plan_rows(const struct scar_bound_plan *pl, size_t *rows)
+{
+	size_t n = 0, full = pl->n - 1;
+
+	rows[n++] = pl->best;
+	if (full != pl->best)
+		rows[n++] = full;
+	if (pl->n > 1 && pl->best != 0 && full != 0)
+		rows[n++] = 0;
+	while (n < PLAN_ROWS) {
+		size_t pick = pl->n;
+
+		for (size_t i = 0; i < pl->n; i++) {
+			int taken = 0;
+
+			for (size_t k = 0; k < n; k++)
+				taken |= rows[k] == i;
+			if (taken || (pl->cycle && !pl->points[i].runnable))
+				continue;
+			if (pick == pl->n || pl->points[i].iota < pl->points[pick].iota)
+				pick = i;
+		}
+		if (pick == pl->n)
+			break;
+		rows[n++] = pick;
+	}
+	for (size_t i = 1; i < n; i++)	/* by every, descending (indices are in every's order) */
+		for (size_t k = i; k > 0 && rows[k] > rows[k - 1]; k--) {
+			size_t t = rows[k];
+
+			rows[k] = rows[k - 1];
+			rows[k - 1] = t;
+		}
+	return n;
+}
+
+/* "every iteration", "every 10 iterations" (four rotating buffers) */
+static const char *every_str(uint64_t n)
+{
+	static char buf[4][48];
+	static int next;
+	char *b = buf[next++ & 3];
+
+	if (n == 1)
+		snprintf(b, 48, "every iteration");
+	else
+		snprintf(b, 48, "every %llu iterations", (unsigned long long)n);
+	return b;
+}
+
+/* A paragraph of text in lines of at most 78 columns, the later ones indented by two. */
+static void put_wrapped(const char *text)
+{
+	size_t col = 0;
+
+	while (*text) {
+		size_t w = strcspn(text, " ");
+
+		if (col && col + 1 + w > 78) {
+			fputs("\n  ", stdout);
+			col = 2;
+		} else if (col) {
+			putchar(' ');
+			col++;
+		}
+		fwrite(text, 1, w, stdout);
+		col += w;
+		text += w;
+		text += strspn(text, " ");
+	}
+	putchar('\n');
+}
+
+static void plan_text(const struct scar_bound_plan_opts *po, const struct scar_bound_plan *pl,
+		      const char *flags)
+{
+	const struct scar_bound_plan_point *b = &pl->points[pl->best], *part = NULL;
+	const struct scar_bound_plan_point *full = &pl->points[pl->n - 1];
+	size_t rows[PLAN_ROWS], n = plan_rows(pl, rows);
+	char label[PLAN_ROWS + 1][64], para[1024], roll[64];
+	size_t w = strlen("every 10, 1/10 of the rows");
+	int lost_all = po->lost_fraction >= 1;
+
+	for (size_t i = 0; i < pl->n; i++) {
+		const struct scar_bound_plan_point *p = &pl->points[i];
+
+		if (p->fraction < 1 && (p->runnable || !pl->cycle) && (!part || p->iota < part->iota))
+			part = p;
+	}
+	snprintf(para, sizeof(para), "# c %s, %s%s the rows lost per failure, %s failures per "
+		 "iteration, %s; every setting writes %s%s the rows per iteration", num(po->c),
+		 lost_all ? "all" : frac(po->lost_fraction), lost_all ? "" : " of",
+		 num(po->fail_rate), po->iters ? "failures at clocks 1..iters" : "steady state",
+		 po->budget >= 1 ? "all" : frac(po->budget), po->budget >= 1 ? "" : " of");
+	put_wrapped(para);
+	/* the labels first: the column is as wide as the longest */
+	for (size_t k = 0; k <= n; k++) {
+		const struct scar_bound_plan_point *p = k < n ? &pl->points[rows[k]] : &pl->traditional;
+
+		if (k == n)
+			snprintf(label[k], sizeof(label[k]), "every %llu, full rollback",
+				 (unsigned long long)p->every);
+		else if (p->fraction >= 1)
+			snprintf(label[k], sizeof(label[k]), "every %llu, all rows",
+				 (unsigned long long)p->every);
+		else
+			snprintf(label[k], sizeof(label[k]), "every %llu, %s of the rows",
+				 (unsigned long long)p->every, frac(p->fraction));
+		if (strlen(label[k]) > w)
+			w = strlen(label[k]);
+	}
+	printf("%-*s %18s %18s\n", (int)w, "checkpoint", "rework per failure",
+	       po->iters ? "over the run" : "per iteration");
+	for (size_t k = 0; k <= n; k++) {
+		const struct scar_bound_plan_point *p = k < n ? &pl->points[rows[k]] : &pl->traditional;
+
+		printf("%-*s %18s %18s%s\n", (int)w, label[k], sig3(p->iota), sig3(p->rework),
+		       k == n ? "  (traditional)" : rows[k] == pl->best ? "  <- recommended" : "");
+	}
+
+	if (b->fraction >= 1)
+		printf("recommended: full checkpoints %s%s\n", every_str(b->every),
+		       lost_all ? "" : ", restoring only the lost rows");
+	else
+		printf("recommended: %s of the rows %s, restoring only the lost rows\n",
+		       frac(b->fraction), every_str(b->every));
+	if (flags[0])
+		printf("  scar-train %s\n", flags);
+	else
+		printf("  (no scar-train setting: its schedules need a whole 1/budget, here %s)\n",
+		       sig3(1 / po->budget));
+	/* a full rollback is worth naming only when it differs from restoring the lost rows */
+	snprintf(roll, sizeof(roll), " and %s for a full rollback", sig3(pl->traditional.iota));
+	if (lost_all)
+		roll[0] = 0;
+	if (b->fraction >= 1 && part)
+		snprintf(para, sizeof(para), "why: under this model, which spreads drift evenly over "
+			 "the rows, the rows a partial schedule saved longest ago dominate the "
+			 "perturbation, so full checkpoints bound the rework lowest (%s iterations per "
+			 "failure against %s for the best partial setting%s)", sig3(b->iota),
+			 sig3(part->iota), roll);
+	else if (b->fraction >= 1)
+		snprintf(para, sizeof(para), "why: a budget of %s leaves no partial setting to "
+			 "compare (%s iterations per failure%s)", po->budget >= 1 ? "1" : frac(po->budget),
+			 sig3(b->iota), roll);
+	else
+		snprintf(para, sizeof(para), "why: failures come before full checkpoints %s would "
+			 "have saved the rows (%s iterations per failure against %s for full "
+			 "checkpoints%s)", every_str(full->every), sig3(b->iota), sig3(full->iota), roll);
+	put_wrapped(para);
+	put_wrapped("note: the model cannot credit prioritized partial checkpoints (scar-train "
+		    "--policy priority), which save the rows that moved most and cost less than full "
+		    "ones on the workloads measured in scar-bound(1): measure yours with scar-train "
+		    "--cost");
 }
 
 static int cmd_plan(int argc, char **argv)
@@ -852,12 +1086,16 @@ static int cmd_plan(int argc, char **argv)
 				SCAR_BOUND_PLAN_MIN_BUDGET, 1 / SCAR_BOUND_PLAN_MIN_BUDGET);
 	if (po.step0 > 0 && !(D > 0))
 		cli_usage_error("option '--step' needs --D");
+	/* D enters only through kappa = step / ((1 - c) D): alone it changes nothing */
+	if (D > 0 && !(po.step0 > 0))
+		cli_warn("warning: --D without --step changes nothing: D cancels out of the plan's "
+			 "model (give --step, the first step ||x(1) - x(0)||, to use it)");
 	po.D = D > 0 ? D : 0;
 	scar_error_clear(&err);
 	if (scar_bound_plan(&po, &pl, &err))
 		cli_die_error(&err);
 	b = &pl.points[pl.best];
-	scar_train_flags(flags, sizeof(flags), b, po.budget);
+	scar_train_flags(flags, sizeof(flags), &pl, b);
 	if (json) {
 		json_t *o = json_object(), *a = json_array();
 
@@ -871,34 +1109,17 @@ static int cmd_plan(int argc, char **argv)
 		json_put(o, "iters", po.iters ? json_integer((json_int_t)po.iters) : json_null());
 		json_put(o, "step", po.step0 > 0 ? json_real(po.step0) : json_null());
 		json_put(o, "kappa", json_real(pl.kappa));
+		json_put(o, "cycle", pl.cycle ? json_integer((json_int_t)pl.cycle) : json_null());
 		for (size_t i = 0; i < pl.n; i++)
 			if (json_array_append_new(a, point_json(&pl.points[i])))
 				cli_die("out of memory");
 		json_put(o, "points", a);
 		json_put(o, "best", point_json(b));
 		json_put(o, "traditional", point_json(&pl.traditional));
-		json_put(o, "scar_train", json_string(flags));
+		json_put(o, "scar_train", flags[0] ? json_string(flags) : json_null());
 		print_json(o);
 	} else {
-		printf("# c %s, budget %s rows/iteration, failure rate %s, lost fraction %s, kappa %s, %s\n",
-		       num(po.c), num(po.budget), num(po.fail_rate), num(po.lost_fraction), num(pl.kappa),
-		       po.iters ? "failures at clocks 1..iters" : "steady state");
-		printf("# iota: expected bound on rework per failure (iterations); rework: %s\n",
-		       po.iters ? "expected total over the run" : "expected per iteration");
-		printf("%8s %-20s %-20s %-20s %s\n", "every", "fraction", "mean_rho", "iota", "rework");
-		for (size_t i = 0; i < pl.n; i++) {
-			const struct scar_bound_plan_point *p = &pl.points[i];
-
-			printf("%8llu %-20s %-20s %-20s %s%s\n", (unsigned long long)p->every,
-			       num(p->fraction), num(p->mean_rho), num(p->iota), num(p->rework),
-			       i == pl.best ? "  <- best" : "");
-		}
-		printf("best: fraction %s every %llu iterations: %s iterations per failure"
-		       " (scar-train %s)\n", num(b->fraction), (unsigned long long)b->every, num(b->iota),
-		       flags);
-		printf("traditional: full checkpoint every %llu, full rollback: %s iterations per"
-		       " failure, rework %s\n", (unsigned long long)pl.traditional.every,
-		       num(pl.traditional.iota), num(pl.traditional.rework));
+		plan_text(&po, &pl, flags);
 	}
 	scar_bound_plan_release(&pl);
 	return 0;

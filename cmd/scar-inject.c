@@ -3,7 +3,8 @@
  * noise of an exact norm, flip bits, reduce precision, mix in an older
  * checkpoint. Reads IN (default stdin), writes OUT (default stdout) with
  * every state tensor kept, so scar-train can resume from it, and reports
- * what it did with ||OUT - IN|| as JSON on stderr or to --report FILE.
+ * what it did with ||OUT - IN|| as JSON on stderr (none with -q) or to
+ * --report FILE ('-': stdout, when OUT is a file).
  * The work is in scar/perturb.h; delta_norm comes from scar/diff.h, the same
  * code scar-diff measures with.
  */
@@ -44,6 +45,7 @@ static const struct option opts[] = {
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "noise-l2", required_argument, NULL, OPT_NOISE_L2 },
 	{ "noise-rel", required_argument, NULL, OPT_NOISE_REL },
+	{ "quiet", no_argument, NULL, 'q' },
 	{ "quantize", required_argument, NULL, OPT_QUANTIZE },
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "reset", required_argument, NULL, OPT_RESET },
@@ -62,13 +64,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: scar-inject [--bitflip-count N | --bitflip-rate P] [--bits CLASS]\n"
 		"                   [--lose-count N | --lose-fraction F | --lose-shards LIST]\n"
-		"                   [--mix A] [--noise-l2 X | --noise-rel R] [--quantize FMT]\n"
+		"                   [--mix A] [--noise-l2 X | --noise-rel R] [--quantize FMT] [-q]\n"
 		"                   [--report FILE] [--reset HOW] [--rows A:B] [--seed N]\n"
 		"                   [--shard N] [--shards S] [--stale OLD] [--tensor NAME]\n"
 		"                   [IN [OUT]]\n"
 		"\n"
 		"Perturb checkpoint IN (default stdin) into OUT (default stdout) in exactly one\n"
-		"way, and report it with delta_norm = ||OUT - IN|| as JSON on stderr.\n"
+		"way, and report it with delta_norm = ||OUT - IN|| as JSON on stderr\n"
+		"(-q: not at all; --report FILE: there instead).\n"
 		"IN may be a safetensors or .npy snapshot (a file), or a Hugging Face sharded\n"
 		"directory (or its *.safetensors.index.json): then lose shards of it\n"
 		"(--shards S) and zero them or restore them from another snapshot\n"
@@ -85,8 +88,10 @@ static void usage(FILE *f)
 		"      --mix A              with --stale: x = (1-A) x + A old (default 1)\n"
 		"      --noise-l2 X         add Gaussian noise of L2 norm exactly X\n"
 		"      --noise-rel R        add Gaussian noise of norm R times the selection's norm\n"
+		"  -q, --quiet              no report on stderr (errors still go there)\n"
 		"      --quantize FMT       round through f16, bf16 or int8 (per-row scale)\n"
 		"      --report FILE        write the JSON report to FILE instead of stderr\n"
+		"                           ('-': stdout, when OUT is a file)\n"
 		"      --reset HOW          lost rows become: zero (default), random, init,\n"
 		"                           or from=OLD (the rows of checkpoint OLD)\n"
 		"      --rows A:B           only rows A..B-1 (either end may be left out)\n"
@@ -122,7 +127,8 @@ struct args {
 	uint64_t seed;
 	int have_seed;
 	struct scar_select sel;
-	const char *report;
+	const char *report;	/* NULL: stderr; "-": stdout */
+	int quiet;		/* no report on stderr */
 	uint32_t shards;	/* --shards, 0 when not given */
 };
 
@@ -208,14 +214,16 @@ static void record(struct scar_state *st, json_t *what)
 }
 
 /*
- * Write the report to path, or to stderr when path is NULL; any failure
- * dies (exit 2), saying whether OUT was written (done). Returns 1 when path
- * is a regular file (removed again if the checkpoint cannot be written).
+ * Write the report to path, to stdout when path is "-", or to stderr when
+ * path is NULL; any failure dies (exit 2), saying whether OUT was written
+ * (done). Returns 1 when path is a regular file (removed again if the
+ * checkpoint cannot be written).
  */
 static int write_report(json_t *j, const char *path, int done)
 {
-	FILE *f = path ? fopen(path, "w") : stderr;
-	const char *name = path ? path : "(stderr)";
+	int std = !path || cli_is_stdio(path);
+	FILE *f = !path ? stderr : std ? stdout : fopen(path, "w");
+	const char *name = !path ? "(stderr)" : std ? "(stdout)" : path;
 	struct stat sb;
 	int regular, bad;
 
@@ -223,12 +231,12 @@ static int write_report(json_t *j, const char *path, int done)
 	if (!f)
 		cli_die("cannot write report '%s': %s; the checkpoint was not written", name,
 			strerror(errno));
-	regular = path && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+	regular = !std && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
 	bad = json_dumpf(j, f, JSON_COMPACT) < 0;
 	bad |= fputc('\n', f) == EOF;
 	bad |= fflush(f) == EOF;
 	bad |= ferror(f) != 0;
-	if (path)
+	if (!std)
 		bad |= fclose(f) != 0;
 	if (bad) {
 		if (regular)
@@ -479,7 +487,8 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 		      "rel_delta_norm", isnan(delta) || !(norm_a > 0) ? json_null() : json_real(delta / norm_a));
 	if (!j)
 		cli_die("out of memory");
-	write_report(j, a->report, 1);
+	if (a->report || !a->quiet)
+		write_report(j, a->report, 1);
 	json_decref(j);
 	free(lost);
 	return 0;
@@ -507,7 +516,7 @@ int main(int argc, char **argv)
 	a.seed = 1;
 	a.mix = 1;
 	scar_select_init(&a.sel);
-	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hqV", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_BITFLIP_COUNT:
 			set_kind(&a, K_BITFLIP, "--bitflip-count");
@@ -558,6 +567,7 @@ int main(int argc, char **argv)
 				cli_usage_error("option '--quantize': '%s' is not f16, bf16 or int8", optarg);
 			a.quant = optarg;
 			break;
+		case 'q': a.quiet = 1; break;
 		case OPT_REPORT: a.report = optarg; break;
 		case OPT_RESET:
 			if (strcmp(optarg, "zero") && strcmp(optarg, "random") && strcmp(optarg, "init") &&
@@ -605,6 +615,9 @@ int main(int argc, char **argv)
 		cli_refuse_tty_stdin();
 	if (cli_is_stdio(out))
 		cli_refuse_binary_tty();
+	if (a.report && cli_is_stdio(a.report) && cli_is_stdio(out))
+		cli_usage_error("--report - and OUT on standard output would mix JSON into the "
+				"checkpoint: give OUT a file name, or --report FILE");
 	/* standard input holds one checkpoint: two operands cannot both read it */
 	{
 		const char *second = a.stale ? a.stale :
@@ -753,18 +766,19 @@ int main(int argc, char **argv)
 
 	/*
 	 * A report file first, then the checkpoint: a failure to write either
-	 * leaves neither (exit 2: OUT was not written). A report on stderr
-	 * comes last, after any error message; if stderr fails it is exit 2
-	 * with the checkpoint written (scar-inject(1), EXIT STATUS).
+	 * leaves neither (exit 2: OUT was not written). A report on stderr or
+	 * stdout comes last, after any error message and only for a written
+	 * checkpoint; if that stream fails it is exit 2 with the checkpoint
+	 * written (scar-inject(1), EXIT STATUS).
 	 */
-	report_regular = a.report ? write_report(j, a.report, 0) : 0;
+	report_regular = a.report && !cli_is_stdio(a.report) ? write_report(j, a.report, 0) : 0;
 	if (scar_ckpt_save(st, out, NULL, &err) < 0) {
 		if (report_regular)
 			(void)unlink(a.report);
 		cli_die_error(&err);
 	}
-	if (!a.report)
-		write_report(j, NULL, 1);
+	if (a.report ? cli_is_stdio(a.report) : !a.quiet)
+		write_report(j, a.report, 1);
 	json_decref(j);
 	json_decref(what);
 	scar_diff_result_free(dp);

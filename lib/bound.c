@@ -279,12 +279,19 @@ void scar_bound_plan_release(struct scar_bound_plan *p)
 	p->n = 0;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
 int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan *out,
 		    struct scar_error *err)
 {
-	uint64_t top, every_t;
-	size_t maxp = o->max_points ? o->max_points : 256, n = 0;
-	double mean_age, kappa = 1;
+	uint64_t top, every_t, cycle, *ev;
+	size_t maxp = o->max_points ? o->max_points : 256, n = 0, nev = 0, cap;
+	double mean_age, kappa = 1, inv;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -313,37 +320,56 @@ int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan
 	top = (uint64_t)ceil(1 / o->budget - 1e-9);
 	if (top < 1)
 		top = 1;
-	out->points = calloc(top < maxp ? top : maxp, sizeof(*out->points));
-	if (!out->points)
+	/* 1/B whole (1/10 typed as 0.1 is 10 to rounding): scar-train's cycle */
+	inv = 1 / o->budget;
+	cycle = (uint64_t)llround(inv);
+	if (!(fabs(inv - (double)cycle) <= 1e-9 * inv))
+		cycle = 0;
+	/* at most maxp grid points and the divisors of cycle (<= 10^4: fewer than 100) */
+	cap = (top < maxp ? top : maxp) + 128;
+	ev = malloc(cap * sizeof(*ev));
+	if (!ev)
 		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
 	if (top <= maxp) {
 		for (uint64_t e = 1; e <= top; e++)
-			plan_point(o, kappa, e, &out->points[n++]);
+			ev[nev++] = e;
 	} else {
-		/* geometric grid from 1 to top, duplicates after rounding dropped */
-		uint64_t last = 0;
-
-		for (size_t i = 0; i < maxp; i++) {
-			uint64_t e = (uint64_t)llround(exp(log((double)top) * (double)i / (double)(maxp - 1)));
-
-			if (i + 1 == maxp)
-				e = top;
-			if (e <= last)
-				continue;
-			plan_point(o, kappa, e, &out->points[n++]);
-			last = e;
-		}
+		/* geometric grid from 1 to top, and the divisors scar-train can run */
+		for (size_t i = 0; i < maxp; i++)
+			ev[nev++] = i + 1 == maxp ? top :
+				(uint64_t)llround(exp(log((double)top) * (double)i / (double)(maxp - 1)));
+		for (uint64_t d = 1; cycle && d * d <= cycle && nev + 2 <= cap; d++)
+			if (cycle % d == 0) {
+				ev[nev++] = d;
+				ev[nev++] = cycle / d;
+			}
+		qsort(ev, nev, sizeof(*ev), cmp_u64);
 	}
+	out->points = calloc(nev, sizeof(*out->points));
+	if (!out->points) {
+		free(ev);
+		return scar_error_set(err, SCAR_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nev; i++) {
+		if (i > 0 && ev[i] == ev[i - 1])
+			continue;	/* duplicates after rounding */
+		plan_point(o, kappa, ev[i], &out->points[n]);
+		out->points[n].runnable = cycle && cycle % ev[i] == 0;
+		n++;
+	}
+	free(ev);
 	out->n = n;
+	out->cycle = cycle;
 	out->kappa = kappa;
+	/* points[0] is every = 1, which divides any cycle */
 	out->best = 0;
 	for (size_t i = 1; i < n; i++)
-		if (out->points[i].iota < out->points[out->best].iota)
+		if ((out->points[i].runnable || !cycle) &&
+		    out->points[i].iota < out->points[out->best].iota)
 			out->best = i;
 
-	every_t = (uint64_t)llround(1 / o->budget);
-	if (every_t < 1)
-		every_t = 1;
+	/* the rollback's full checkpoints, within the budget: 1/B rounded up */
+	every_t = top;
 	if (o->iters == 0) {
 		mean_age = (double)(every_t - 1) / 2;
 	} else {

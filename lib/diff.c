@@ -1426,6 +1426,66 @@ void scar_diff_result_free(struct scar_diff_result *r)
 	free(r);
 }
 
+/* ---- ordering the tensor list ---- */
+
+struct order_key {
+	double v;
+	const char *name;
+	size_t i;
+};
+
+/* Descending by v (NaN first, then +inf), ties by name: see scar/diff.h. */
+static int cmp_order_key(const void *x, const void *y)
+{
+	const struct order_key *a = x, *b = y;
+	int an = isnan(a->v), bn = isnan(b->v);
+
+	if (an != bn)
+		return an ? -1 : 1;
+	if (!an && a->v != b->v)
+		return a->v > b->v ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int cmp_order_name(const void *x, const void *y)
+{
+	const struct order_key *a = x, *b = y;
+
+	return strcmp(a->name, b->name);
+}
+
+size_t *scar_diff_tensor_order(const struct scar_diff_result *r, enum scar_diff_sort key)
+{
+	struct order_key *k;
+	size_t *out;
+
+	if (!r->ntensors)
+		return NULL;
+	k = malloc(r->ntensors * sizeof(*k));
+	out = malloc(r->ntensors * sizeof(*out));
+	if (!k || !out) {
+		free(k);
+		free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < r->ntensors; i++) {
+		const struct scar_norms *n = &r->tensors[i].n;
+
+		k[i].v = key == SCAR_DIFF_SORT_L2 ? n->l2 : key == SCAR_DIFF_SORT_LINF ? n->linf :
+			 key == SCAR_DIFF_SORT_REL ? n->rel_l2 : 0;
+		k[i].name = r->tensors[i].name;
+		k[i].i = i;
+	}
+	if (key == SCAR_DIFF_SORT_NAME)
+		qsort(k, r->ntensors, sizeof(*k), cmp_order_name);
+	else if (key != SCAR_DIFF_SORT_FILE)
+		qsort(k, r->ntensors, sizeof(*k), cmp_order_key);
+	for (size_t i = 0; i < r->ntensors; i++)
+		out[i] = k[i].i;
+	free(k);
+	return out;
+}
+
 /* ---- JSON ---- */
 
 static json_t *num(double v)
@@ -1478,6 +1538,11 @@ json_t *scar_diff_row_json(const struct scar_diff_result *r, const struct scar_d
 
 json_t *scar_diff_result_json(const struct scar_diff_result *r)
 {
+	return scar_diff_result_json_list(r, NULL, r->ntensors);
+}
+
+json_t *scar_diff_result_json_list(const struct scar_diff_result *r, const size_t *order, size_t n)
+{
 	json_t *o = json_object(), *ts = json_array(), *ss = json_array(), *top = json_array();
 	json_t *miss = json_object(), *mrows = json_array(), *na = json_array(), *nb = json_array();
 
@@ -1504,8 +1569,10 @@ json_t *scar_diff_result_json(const struct scar_diff_result *r)
 	json_object_set_new(o, "iteration_b", r->b.has_iteration ?
 			    json_integer((json_int_t)r->b.iteration) : json_null());
 	json_object_set_new(o, "loaded_whole", json_boolean(r->loaded_whole));
-	for (size_t i = 0; i < r->ntensors; i++) {
-		const struct scar_diff_tensor *t = &r->tensors[i];
+	if (n > r->ntensors)
+		n = r->ntensors;
+	for (size_t k = 0; k < n; k++) {
+		const struct scar_diff_tensor *t = &r->tensors[order ? order[k] : k];
 		json_t *to = json_object(), *shape = json_array();
 
 		for (int d = 0; d < t->ndim; d++)
@@ -1519,6 +1586,13 @@ json_t *scar_diff_result_json(const struct scar_diff_result *r)
 		json_object_set_new(to, "missing_rows",
 				    json_integer((json_int_t)(t->rows_only_a + t->rows_only_b)));
 		json_array_append_new(ts, to);
+	}
+	json_object_set_new(o, "tensors", ts);
+	json_object_set_new(o, "tensors_omitted", json_integer((json_int_t)(r->ntensors - n)));
+	/* every tensor with rows on one side only, in file order, listed or not */
+	for (size_t i = 0; i < r->ntensors; i++) {
+		const struct scar_diff_tensor *t = &r->tensors[i];
+
 		if (t->nonly_a || t->nonly_b) {
 			json_t *mo = json_pack("{s:s, s:I, s:I}", "tensor", t->name,
 					       "rows_only_a", (json_int_t)t->rows_only_a,
@@ -1531,7 +1605,6 @@ json_t *scar_diff_result_json(const struct scar_diff_result *r)
 			json_array_append_new(mrows, mo);
 		}
 	}
-	json_object_set_new(o, "tensors", ts);
 	for (uint32_t s = 0; s < r->nshards; s++) {
 		json_t *so = json_pack("{s:i}", "shard", (int)s);
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scar/ckpt.h"	/* SCAR_CKPT_MAGIC */
 #include "scar/events.h"
 #include "scar/file.h"
 
@@ -43,6 +44,28 @@ static int push(struct scar_events *ev, size_t *cap, json_t *rec)
 	}
 	ev->records[ev->n++] = rec;
 	return 0;
+}
+
+/*
+ * Which binary file the first n bytes at p begin, when JSON was expected:
+ * "a scar checkpoint", "a .npy array", "a safetensors file" (a
+ * little-endian header length below 100 MB, then '{'), or NULL. Said
+ * instead of jansson's "unable to decode byte 0x89".
+ */
+static const char *binary_kind(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	uint64_t len = 0;
+
+	if (n >= 8 && memcmp(p, SCAR_CKPT_MAGIC, 8) == 0)
+		return "a scar checkpoint";
+	if (n >= 6 && memcmp(p, "\x93NUMPY", 6) == 0)
+		return "a .npy array";
+	for (int i = 7; n >= 9 && i >= 0; i--)
+		len = len << 8 | u[i];
+	if (n >= 9 && p[8] == '{' && len >= 2 && len < 100000000)
+		return "a safetensors file";
+	return NULL;
 }
 
 /*
@@ -163,6 +186,13 @@ int scar_events_read(FILE *in, const char *name, struct scar_events **out,
 					       jerr.column);
 			goto out;
 		}
+		if (!rec && lineno == 1 && binary_kind(line, (size_t)got)) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, -1,
+					       "'%s' is %s, not an event stream (JSON lines, "
+					       "as scar-train writes on stdout)", name,
+					       binary_kind(line, (size_t)got));
+			goto out;
+		}
 		if (!rec) {
 			rc = scar_error_set_at(err, SCAR_EFORMAT, name, -1, lineno,
 					       "not a JSON record: %s", jerr.text);
@@ -265,6 +295,7 @@ int scar_json_read_doc(FILE *in, const char *name, size_t max, json_t **out,
 	char *buf = NULL;
 	json_error_t jerr;
 	void *probe;
+	int64_t nul = -1;
 	int c;
 
 	*out = NULL;
@@ -278,12 +309,11 @@ int scar_json_read_doc(FILE *in, const char *name, size_t max, json_t **out,
 						 "longer than %zu bytes: not a JSON document this tool reads",
 						 max);
 		}
-		if (c == 0) {
-			funlockfile(in);
-			free(buf);
-			return scar_error_set_at(err, SCAR_EFORMAT, name, (int64_t)n, -1,
-						 "a NUL byte: not JSON text");
-		}
+		/* after a NUL, only enough for binary_kind to name the file */
+		if (c == 0 && nul < 0)
+			nul = (int64_t)n;
+		if (nul >= 0 && n >= 16)
+			break;
 		if (n + 1 > cap) {
 			size_t ncap = cap ? cap * 2 : 4096;
 			char *nb;
@@ -301,6 +331,16 @@ int scar_json_read_doc(FILE *in, const char *name, size_t max, json_t **out,
 		buf[n++] = (char)c;
 	}
 	funlockfile(in);
+	if (nul >= 0) {
+		const char *kind = binary_kind(buf, n);
+		int rc = kind ? scar_error_set_at(err, SCAR_EFORMAT, name, -1, -1,
+						  "'%s' is %s, not JSON text", name, kind)
+			      : scar_error_set_at(err, SCAR_EFORMAT, name, nul, -1,
+						  "a NUL byte: not JSON text");
+
+		free(buf);
+		return rc;
+	}
 	if (ferror(in)) {
 		int e = errno;
 

@@ -1,4 +1,5 @@
 /* options.c - the option grammars several tools share (see options.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,10 @@ double cli_parse_fraction(const char *opt, const char *s)
 	} else {
 		v = cli_parse_double(opt, s, -1e308, 1e308);
 	}
+	/* "10" for "1/10" (a full checkpoint every 10, one shard in 4) */
+	if (!slash && v >= 2 && v < 1e15 && v == floor(v))
+		cli_usage_error("option '%s': %s is not a fraction in (0, 1]; did you mean 1/%s?",
+				opt, s, s);
 	if (!(v > 0 && v <= 1))
 		cli_usage_error("option '%s': %s is not a fraction in (0, 1]", opt, s);
 	return v;

@@ -10,7 +10,8 @@
  *   shard list   0,3,5-7 shards and inclusive ranges A-B, comma-separated;
  *                        no empty item, A <= B; checked against the shard
  *                        count where it is known
- *   fraction     F       in (0, 1], as a decimal or a/b
+ *   fraction     F       in (0, 1], as a decimal or a/b; a whole number N
+ *                        above 1 is refused with "did you mean 1/N?"
  *   probability  P       in [0, 1], as a decimal
  *   integer list 3,7,9   comma-separated integers in [min, max]
  */

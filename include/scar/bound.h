@@ -357,8 +357,8 @@ void scar_bound_check_release(struct scar_bound_check *out);
  * over a failure time uniform on the checkpoint cycle (iters == 0: steady
  * state) or on clocks 1..iters (ages then cap at T: iteration 0 is saved).
  * With phi = 1, r = 1 and kappa = 1 this is exactly the mean age, the cost
- * of a traditional full rollback. The baseline (full checkpoint every 1/B,
- * full rollback) reworks the age of the last checkpoint.
+ * of a traditional full rollback. The baseline (full checkpoint every
+ * ceil(1/B), full rollback) reworks the age of the last checkpoint.
  */
 /*
  * The smallest budget: the work is about max_points / budget evaluations of
@@ -382,24 +382,35 @@ struct scar_bound_plan_point {
 	double mean_rho;	/* E[rho] */
 	double iota;		/* expected bound on rework per failure (iterations) */
 	double rework;		/* fail_rate * iota * (iters, or 1 = per iteration) */
+	/*
+	 * scar-train's policies can write it: 1/B is a whole number C and
+	 * every divides it (r = 1/m, m = C / every; see scar-train(1)).
+	 */
+	int runnable;
 };
 
 struct scar_bound_plan {
 	struct scar_bound_plan_point *points;	/* owned: scar_bound_plan_release() */
 	size_t n;
-	size_t best;				/* index of the minimum iota */
+	/*
+	 * Index of the minimum iota among the runnable points, or among all
+	 * when none is (1/B not whole); ties go to the smaller every.
+	 */
+	size_t best;
+	uint64_t cycle;				/* C = 1/B when whole, else 0 */
 	double kappa;				/* as used */
 	/*
-	 * The baseline: a full checkpoint every round(1/B) iterations and full
-	 * rollback, whose rework per failure is exactly the age of the last
-	 * checkpoint (iota = its mean, mean_rho NaN).
+	 * The baseline: a full checkpoint every ceil(1/B) iterations (within
+	 * the budget) and full rollback, whose rework per failure is exactly
+	 * the age of the last checkpoint (iota = its mean, mean_rho NaN).
 	 */
 	struct scar_bound_plan_point traditional;
 };
 
 /*
  * Candidates are every = 1 .. ceil(1/B) (r = min(1, B * every)); when there
- * are more than max_points, a geometric grid of them that keeps both ends.
+ * are more than max_points, a geometric grid of them that keeps both ends,
+ * and every divisor of a whole 1/B (the settings scar-train can run).
  * SCAR_ERANGE for arguments out of range, SCAR_ENOMEM.
  */
 int scar_bound_plan(const struct scar_bound_plan_opts *o, struct scar_bound_plan *out,

@@ -141,6 +141,24 @@ int scar_diff_states(const struct scar_state *a, const struct scar_state *b,
 
 void scar_diff_result_free(struct scar_diff_result *r);
 
+/* Orders of the tensor list (scar-diff --sort). */
+enum scar_diff_sort {
+	SCAR_DIFF_SORT_FILE = 0,	/* as in the result: A's order */
+	SCAR_DIFF_SORT_L2,		/* largest l2 first */
+	SCAR_DIFF_SORT_LINF,		/* largest linf first */
+	SCAR_DIFF_SORT_REL,		/* largest rel_l2 first */
+	SCAR_DIFF_SORT_NAME,		/* names in byte order (strcmp), ascending */
+};
+
+/*
+ * The indices of r->tensors in the order key asks, as a new array of
+ * r->ntensors entries (the caller frees it; NULL when out of memory, or
+ * for no tensor). By a measure, NaN comes first (a NaN difference is the
+ * worst news), then inf, then the finite values, largest first; equal
+ * values go by name, so the order is the same on every run.
+ */
+size_t *scar_diff_tensor_order(const struct scar_diff_result *r, enum scar_diff_sort key);
+
 /*
  * The result as one JSON object {"type":"diff","version":1, "a":{...},
  * "b":{...}, "l1","l2","linf","rel_l2","changed","elements",
@@ -149,6 +167,13 @@ void scar_diff_result_free(struct scar_diff_result *r);
  * numbers become null. New reference, NULL when out of memory.
  */
 json_t *scar_diff_result_json(const struct scar_diff_result *r);
+/*
+ * The same with "tensors" listing only r->tensors[order[0..n-1]] in that
+ * order (order NULL: the first n in file order; n at most r->ntensors),
+ * and "tensors_omitted" saying how many were left out. Totals, shards,
+ * top rows and "missing" are over every tensor whatever is listed.
+ */
+json_t *scar_diff_result_json_list(const struct scar_diff_result *r, const size_t *order, size_t n);
 /* One row as {"type":"row","tensor","row","shard","l1","l2","linf","changed","elements"}. */
 json_t *scar_diff_row_json(const struct scar_diff_result *r, const struct scar_diff_row *row);
 

@@ -251,7 +251,7 @@ refused() {
 	[[ ${stderr_lines[0]} == "scar-bound: option '--budget': "*" is below 0.0001"* ]]
 	run -0 timeout 20 scar-bound plan --budget 1e-4 --c 0.9 --failure-rate 0.01
 	run -0 timeout 20 scar-bound plan --budget 1e-4 --c 0.9 --failure-rate 0.01 --iters 100000000
-	[[ $output == *"traditional: full checkpoint every 10000"* ]]
+	[[ $output == *$'\nevery 10000, full rollback '* ]]
 	[ "$SECONDS" -lt 15 ]
 }
 

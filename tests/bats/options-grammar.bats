@@ -109,7 +109,7 @@ agree() {
 }
 
 @test "fractions: every option of the grammar agrees on every value" {
-	agree "1/4" "0.25" "1" "3/3" "1e-1" ".5" "0" "1.5" "2/1" "0/4" "-1" "-1/4" "1/" "/4" \
+	agree "1/4" "0.25" "1" "3/3" "1e-1" ".5" "0" "1.5" "2/1" "4" "0/4" "-1" "-1/4" "1/" "/4" \
 	      "1/0" "1/x" "x" "" "nan" "inf" "1/2/3" " 0.5" -- \
 		"scar-train -q --resume missing.ckpt --fraction V" \
 		"scar-train -q --resume missing.ckpt --lose-fraction V" \

@@ -83,7 +83,13 @@ perturbed() {
 	run -2 scar-bound plan --c 0.5 --failure-rate 0.1
 	[[ $output == *"missing --budget"* ]]
 	run -2 scar-bound plan --c 0.5 --budget 2 --failure-rate 0.1
+	# a whole number is an interval typed for a budget: say what to type
+	run -2 --separate-stderr scar-bound plan --c 0.5 --budget 10 --failure-rate 0.1
+	[ "${stderr_lines[0]}" = "scar-bound: option '--budget': 10 is not a fraction in (0, 1]; did you mean 1/10?" ]
+	run -2 scar-bound plan --c 0.5 --budget 0 --failure-rate 0.1
+	[[ $output == *"not a fraction in (0, 1]"* ]]
 	run -2 scar-bound plan --c 0.5 --budget 1/2 --failure-rate 0.1 --step 1
+	run -2 scar-bound plan --c 0.5 --budget 1/2 --failure-rate 1/100
 	run -2 scar-bound fit --skip -1 x
 	run -2 scar-bound fit a b
 }
@@ -150,6 +156,33 @@ perturbed() {
 	run -0 scar-bound fit --json --floor 0 g.jsonl
 	[ "$(jq -r .fit.stop <<<"$output")" = end ]
 	[ "$(jq -r .fit.k_last <<<"$output")" = 60 ]
+}
+
+@test "scar-bound fit, check, evaluate: a checkpoint or array given for JSON is named as such" {
+	scar-train -q -m ridge -n 3 --save x.ckpt > x.jsonl
+	scar-ckpt export --tensor w -o w.npy x.ckpt
+	scar-ckpt export -o x.safetensors x.ckpt
+	run -2 --separate-stderr scar-bound fit x.ckpt
+	[ "$stderr" = "scar-bound: 'x.ckpt' is a scar checkpoint, not an event stream (JSON lines, as scar-train writes on stdout)" ]
+	run -2 --separate-stderr scar-bound fit - < x.ckpt
+	[ "$stderr" = "scar-bound: '-' is a scar checkpoint, not an event stream (JSON lines, as scar-train writes on stdout)" ]
+	run -2 --separate-stderr scar-bound fit w.npy
+	[[ $stderr == *"'w.npy' is a .npy array, not an event stream"* ]]
+	run -2 --separate-stderr scar-bound fit x.safetensors
+	[[ $stderr == *"'x.safetensors' is a safetensors file, not an event stream"* ]]
+	run -2 --separate-stderr scar-bound check x.jsonl x.ckpt
+	[[ $stderr == *"'x.ckpt' is a scar checkpoint, not an event stream"* ]]
+	run -2 --separate-stderr scar-bound evaluate --c 0.9 --D 3 < x.ckpt
+	[ "$stderr" = "scar-bound: '-' is a scar checkpoint, not scar-diff's JSON: pipe 'scar-diff --json A B' into evaluate" ]
+	run -2 --separate-stderr scar-bound evaluate --c 0.9 --D 3 < x.safetensors
+	[[ $stderr == *"'-' is a safetensors file, not scar-diff's JSON"* ]]
+	# scar-train's --reference reads streams the same way
+	run -2 --separate-stderr scar-train -q -m ridge -n 3 --reference x.ckpt
+	[[ $stderr == *"'x.ckpt' is a scar checkpoint, not an event stream"* ]]
+	# other bytes are still "not JSON", where they are
+	printf 'ab\0cd' > nul.bin
+	run -2 --separate-stderr scar-bound evaluate --c 0.9 --D 3 < nul.bin
+	[ "$stderr" = "scar-bound: '-': offset 2: a NUL byte: not JSON text" ]
 }
 
 @test "scar-bound fit: only iterations before the first failure; errors are exit 2" {
@@ -243,6 +276,59 @@ perturbed() {
 	jq -e '.perturbations | length == 1' <<<"$output"
 }
 
+@test "scar-bound plan: a short table, the recommendation and why; the curve in --json" {
+	need_jq
+	run -0 --separate-stderr scar-bound plan --c 0.95 --budget 1/10 --failure-rate 0.01 --lost-fraction 1/8
+	[ -z "$stderr" ]
+	echo "$output"
+	# the divisors of 10 scar-train can run, full first, and the baseline
+	[ "${lines[2]}" = "checkpoint                 rework per failure      per iteration" ]
+	[[ ${lines[3]} == "every 10, all rows "*" 1.76 "*" 0.0176  <- recommended" ]]
+	[[ ${lines[4]} == "every 5, 1/2 of the rows "*" 2.08 "* ]]
+	[[ ${lines[5]} == "every 2, 1/5 of the rows "* ]]
+	[[ ${lines[6]} == "every 1, 1/10 of the rows "* ]]
+	[[ ${lines[7]} == "every 10, full rollback "*" 4.5 "*" 0.045  (traditional)" ]]
+	[ "${lines[8]}" = "recommended: full checkpoints every 10 iterations, restoring only the lost rows" ]
+	[ "${lines[9]}" = "  scar-train --policy full --interval 10" ]
+	[[ $output == *"why: under this model, which spreads drift evenly over the rows,"* ]]
+	[[ $output == *"(1.76 iterations per failure against"* ]]
+	[[ $output == *"2.08 for the best partial setting and 4.5 for a full rollback)"* ]]
+	[[ $output == *"note: the model cannot credit prioritized partial checkpoints"* ]]
+	# three significant digits, no line wider than 80 columns
+	[ -z "$(grep -oE '[0-9]+\.[0-9]+' <<<"$output" | tr -d . | sed 's/^0*//' | grep -E '^[0-9]{4,}')" ]
+	while IFS= read -r l; do [ "${#l}" -le 80 ] || { echo "too long: $l"; false; }; done <<<"$output"
+	# the numbers are the JSON's, rounded
+	run -0 scar-bound plan --json --c 0.95 --budget 1/10 --failure-rate 0.01 --lost-fraction 1/8
+	[ "$(jq '.points | length' <<<"$output")" = 10 ]
+	[ "$(jq -r '.best.iota * 1000 | round' <<<"$output")" = 1763 ]
+	[ "$(jq -r .scar_train <<<"$output")" = "--policy full --interval 10" ]
+	# a partial recommendation runs as printed (ridge has 50 rows)
+	run -0 scar-bound plan --c 0.95 --budget 1/50 --failure-rate 0.001 --iters 30
+	[[ $output == *"recommended: 1/50 of the rows every iteration, restoring only the lost rows"* ]]
+	flags=$(sed -n '/^recommended:/{n;s/^  scar-train //p;}' <<<"$output")
+	[ "$flags" = "--policy round-robin --interval 50 --fraction 1/50" ]
+	[[ $output == *"why: failures come before full checkpoints every 50 iterations"* ]]
+	run -0 scar-train -q -m ridge -n 3 $flags --checkpoint-dir ck
+	# a budget whose 1/B is not whole: the model's answer, and no scar-train setting
+	run -0 scar-bound plan --c 0.95 --budget 0.3 --failure-rate 0.01
+	[[ $output == *"(no scar-train setting: its schedules need a whole 1/budget, here 3.33)"* ]]
+	# the baseline keeps within the budget: a full checkpoint every 4, not 3
+	[[ $output == *$'\nevery 4, full rollback '* ]]
+	run -0 scar-bound plan --json --c 0.95 --budget 0.3 --failure-rate 0.01
+	[ "$(jq .scar_train <<<"$output")" = null ]
+	[ "$(jq .cycle <<<"$output")" = null ]
+	[ "$(jq .traditional.every <<<"$output")" = 4 ]
+	# --D alone changes nothing, and says so
+	run -0 --separate-stderr scar-bound plan --json --c 0.95 --budget 1/10 --failure-rate 0.01
+	want=$output
+	run -0 --separate-stderr scar-bound plan --json --c 0.95 --budget 1/10 --failure-rate 0.01 --D 7
+	[ "$stderr" = "scar-bound: warning: --D without --step changes nothing: D cancels out of the plan's model (give --step, the first step ||x(1) - x(0)||, to use it)" ]
+	[ "$(jq -c 'del(.D)' <<<"$output")" = "$(jq -c 'del(.D)' <<<"$want")" ]
+	run -0 --separate-stderr scar-bound plan --json --c 0.95 --budget 1/10 --failure-rate 0.01 --D 7 --step 0.1
+	[ -z "$stderr" ]
+	[ "$(jq -c .points <<<"$output")" != "$(jq -c .points <<<"$want")" ]
+}
+
 @test "scar-bound plan: hand-computed curve, the minimum, the budget" {
 	need_jq
 	# c 1/2, budget 1/2: every 1 (half the rows, ages 0 and 1) or every 2 (all rows)
@@ -254,12 +340,15 @@ perturbed() {
 	near "$(jq -r .traditional.iota <<<"$output")" 0.5 0
 	[ "$(jq -r .scar_train <<<"$output")" = "--policy full --interval 2" ]
 	run -0 scar-bound plan --json --c 0.95 --budget 1/20 --failure-rate 0.001 --lost-fraction 1/8 --iters 200
-	jq -e '.best.iota == ([.points[].iota] | min)' <<<"$output"
+	jq -e '.best.iota == ([.points[] | select(.runnable) | .iota] | min)' <<<"$output"
+	# scar-train runs the divisors of 20 only
+	[ "$(jq -c '[.points[] | select(.runnable) | .every]' <<<"$output")" = '[1,2,4,5,10,20]' ]
+	[ "$(jq .cycle <<<"$output")" = 20 ]
 	jq -e 'all(.points[]; .fraction <= .every / 20 + 1e-12)' <<<"$output"
 	jq -e '.points[-1].fraction == 1' <<<"$output"
 	run -0 scar-bound plan --c 0.95 --budget 0.05 --failure-rate 0.001
-	[[ $output == *"<- best"* ]]
-	[[ $output == *"traditional: full checkpoint every 20"* ]]
+	[[ $output == *"<- recommended"* ]]
+	[[ $output == *$'\nevery 20, full rollback '*"(traditional)"* ]]
 }
 
 @test "scar-bound: every long option is in --help, the man page and all three completions" {

@@ -37,6 +37,10 @@ close() {
 	run -2 scar-diff --json --text a b
 	run -2 scar-diff --tolerance -1 a b
 	run -2 scar-diff --bogus a b
+	run -2 scar-diff --sort size a b
+	[[ $output == *"option '--sort': 'size' is not l2, linf, rel or name"* ]]
+	run -2 scar-diff --limit -1 a b
+	run -2 scar-diff --limit 1x a b
 	run -0 scar-diff --version
 	[[ $output == "scar-diff "* ]]
 }
@@ -87,7 +91,8 @@ close() {
 	[ -z "$output" ]
 	run -1 scar-diff --text a.ckpt b.ckpt
 	[[ $output == *"'a.ckpt' (ckpt, ridge, iteration 10, 8 shards) vs 'b.ckpt'"* ]]
-	[[ $output == *"tensor w "* ]]
+	[[ $output == *$'\ntensor  '*'l2'*'rel_l2'*'l1'*$'linf  changed\nw  '* ]]
+	[[ $output == *$'\nshard  '*$'changed\n0  '* ]]
 	[[ $output == *"top rows by L2 change:"* ]]
 	[[ ${lines[-1]} == differ ]]
 	run -0 scar-diff --text --tolerance 10 a.ckpt b.ckpt
@@ -265,6 +270,153 @@ EOF
 	[ "$(jq -r '.tensors[0].dtype' <<<"$output")" = f32 ]
 }
 
+# A model of Hugging Face names, 12 attention weights of 3 layers moved by
+# growing amounts, an untouched embedding, a tie ("tie.b" and "tie.a" moved
+# alike) and a NaN difference; B lacks "lm_head.weight" and holds "extra".
+hfpair() {
+	/usr/bin/python3 - "$SCAR_ROOT/tests" <<'EOF'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from mkhfsharded import write
+rng = np.random.default_rng(7)
+A, B = {}, {}
+def put(d, name, x):
+    d[name] = ("F32", x.astype("<f4").tobytes(), list(x.shape))
+k = 1
+for layer in range(3):
+    for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        a = rng.standard_normal((8, 4))
+        put(A, f"model.layers.{layer}.self_attn.{p}.weight", a)
+        put(B, f"model.layers.{layer}.self_attn.{p}.weight", a + 0.001 * k)
+        k += 1
+e = rng.standard_normal((16, 4)); put(A, "model.embed_tokens.weight", e); put(B, "model.embed_tokens.weight", e)
+t = rng.standard_normal((2, 2))
+for n in ("tie.b", "tie.a"):
+    put(A, n, t); put(B, n, t + 0.5)
+put(A, "nan.w", np.ones((2, 2))); put(B, "nan.w", np.array([[1, np.nan], [1, 1]]))
+put(A, "lm_head.weight", rng.standard_normal((4, 4)))
+put(B, "extra", rng.standard_normal((3,)))
+write("a.safetensors", A, None)
+write("b.safetensors", B, None)
+EOF
+}
+
+@test "scar-diff: --sort and --limit order and cut the tensor list; totals stay over all" {
+	need_jq
+	need_numpy
+	hfpair
+	run -1 --separate-stderr scar-diff --json a.safetensors b.safetensors
+	all=$output
+	[ "$(jq '.tensors | length' <<<"$all")" = 16 ]
+	[ "$(jq .tensors_omitted <<<"$all")" = 0 ]
+	# by l2: the NaN first, then the tie by name, then the layers, largest first
+	run -1 --separate-stderr scar-diff --json --sort l2 a.safetensors b.safetensors
+	[ "$(jq -c '[.tensors[:5][].name]' <<<"$output")" = \
+	  '["nan.w","tie.a","tie.b","model.layers.2.self_attn.o_proj.weight","model.layers.2.self_attn.v_proj.weight"]' ]
+	[ "$(jq -r '.tensors[-1].name' <<<"$output")" = model.embed_tokens.weight ]
+	jq -e '[.tensors[1:][].l2] | . == (sort | reverse)' <<<"$output"
+	# the same measures and totals as in file order, only the order differs
+	[ "$(jq -c '[.tensors[] | [.name, .l2]] | sort' <<<"$output")" = "$(jq -c '[.tensors[] | [.name, .l2]] | sort' <<<"$all")" ]
+	[ "$(jq -c '[.l2, .l1, .changed, .top_rows]' <<<"$output")" = "$(jq -c '[.l2, .l1, .changed, .top_rows]' <<<"$all")" ]
+	run -1 --separate-stderr scar-diff --json --sort name a.safetensors b.safetensors
+	[ "$(jq -c '[.tensors[].name]' <<<"$output")" = "$(jq -c '[.tensors[].name] | sort' <<<"$all")" ]
+	run -1 --separate-stderr scar-diff --json --sort linf a.safetensors b.safetensors
+	jq -e '[.tensors[1:][].linf] | . == (sort | reverse)' <<<"$output"
+	run -1 --separate-stderr scar-diff --json --sort rel a.safetensors b.safetensors
+	jq -e '[.tensors[1:][].rel_l2] | . == (sort | reverse)' <<<"$output"
+	# --limit: the first N of that order, and how many were left out
+	run -1 --separate-stderr scar-diff --json --sort l2 --limit 3 a.safetensors b.safetensors
+	[ "$(jq -c '[.tensors[].name]' <<<"$output")" = '["nan.w","tie.a","tie.b"]' ]
+	[ "$(jq .tensors_omitted <<<"$output")" = 13 ]
+	[ "$(jq -c '[.elements, .changed, .shards]' <<<"$output")" = "$(jq -c '[.elements, .changed, .shards]' <<<"$all")" ]
+	run -1 --separate-stderr scar-diff --json --limit 0 a.safetensors b.safetensors
+	[ "$(jq '.tensors | length' <<<"$output")" = 0 ]
+	[ "$(jq .tensors_omitted <<<"$output")" = 16 ]
+	run -1 --separate-stderr scar-diff --text --sort l2 --limit 2 --top 0 a.safetensors b.safetensors
+	[ "${lines[2]%% *}" = tensor ]
+	[ "${lines[3]%% *}" = nan.w ]
+	[ "${lines[4]%% *}" = tie.a ]
+	[ "${lines[5]}" = "(14 more tensors not listed: --limit 2)" ]
+	[[ ${lines[1]} == "total      l2 nan "* ]]
+	# the per-row lines stay in file order, all of them
+	run -1 --separate-stderr scar-diff --per row --sort name --limit 1 a.safetensors b.safetensors
+	[ "$(grep -c '"type":"row"' <<<"$output")" = $((12 * 8 + 16 + 2 + 2 + 2)) ]
+	[ "$(tail -1 <<<"$output" | jq '.tensors | length')" = 1 ]
+}
+
+@test "scar-diff: long names fit the terminal, cut in the middle there only" {
+	need_numpy
+	command -v script >/dev/null || skip "script(1) not installed"
+	hfpair
+	long=model.layers.2.self_attn.v_proj.weight
+	# piped, even as text: every name whole, in a column as wide as the longest
+	run -1 --separate-stderr scar-diff --text --top 0 a.safetensors b.safetensors
+	[[ $output != *...* ]]
+	line=$(grep "^$long " <<<"$output")
+	[[ $line == "$long  "*" 32/32" ]]
+	[ "$(grep -c '^model.embed_tokens.weight  ' <<<"$output")" = 1 ]
+	# a wide terminal: the same, l1 included
+	run -1 script -qec "COLUMNS=200 scar-diff --top 0 a.safetensors b.safetensors" /dev/null
+	[[ $output == *"$long  "* ]]
+	[[ $(grep '^tensor ' <<<"$output") == *" l1 "* ]]
+	[[ $output != *...* ]]
+	# 90 columns: l1 makes room for the names (the total line keeps it)
+	run -1 script -qec "COLUMNS=90 scar-diff --top 0 a.safetensors b.safetensors" /dev/null
+	[[ $output == *"$long  "* ]]
+	[[ $(grep '^tensor ' <<<"$output") != *" l1 "* ]]
+	[[ $(grep '^total ' <<<"$output") == *" l1 "* ]]
+	# 70 columns: names cut in the middle, every table line within the width
+	run -1 script -qec "COLUMNS=70 scar-diff --top 0 a.safetensors b.safetensors" /dev/null
+	[[ $output == *$'\nmodel.layers..._proj.weight  '* ]]
+	[[ $output == *$'\nmodel.embed_tokens.weight    '* ]]
+	[[ $output != *"$long"* ]]
+	while IFS= read -r l; do
+		l=${l%$'\r'}
+		case $l in model.*|tensor*) [ "${#l}" -le 70 ] || { echo "too long: $l"; false; } ;; esac
+	done <<<"$output"
+	# JSON at a terminal keeps the names whole
+	run -1 script -qec "COLUMNS=40 scar-diff --json a.safetensors b.safetensors" /dev/null
+	[[ $output == *"\"$long\""* ]]
+}
+
+@test "scar-diff: a tensor in one side only is a warning on stderr, a difference with --strict" {
+	need_numpy
+	/usr/bin/python3 - "$SCAR_ROOT/tests" <<'EOF'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from mkhfsharded import write
+w = np.arange(6, dtype="<f4").tobytes()
+common = {"w": ("F32", w, [6])}
+write("a.safetensors", dict(common, **{"lm_head.weight": ("F32", w, [6])}), None)
+write("b.safetensors", dict(common, **{"x\x1b[2Jy": ("F32", w, [6])}), None)
+many = dict(common, **{"t%02d" % i: ("F32", w, [6]) for i in range(11)})
+write("many.safetensors", many, None)
+EOF
+	run -0 --separate-stderr scar-diff -q a.safetensors b.safetensors
+	[ -z "$output" ]
+	[ "${stderr_lines[0]}" = "scar-diff: warning: tensor 'lm_head.weight' is only in 'a.safetensors': not compared (--strict makes it a difference)" ]
+	# names from files are quoted for the terminal
+	[ "${stderr_lines[1]}" = "scar-diff: warning: tensor 'x\\e[2Jy' is only in 'b.safetensors': not compared (--strict makes it a difference)" ]
+	[ "${#stderr_lines[@]}" = 2 ]
+	run -1 --separate-stderr scar-diff -q --strict a.safetensors b.safetensors
+	[[ $stderr == *"'lm_head.weight' is only in 'a.safetensors': not compared (a difference: --strict)"* ]]
+	run -0 --separate-stderr scar-diff --json a.safetensors b.safetensors
+	[[ $stderr == *"'lm_head.weight' is only in 'a.safetensors'"* ]]
+	# the text report lists them itself: no warning then
+	run -0 --separate-stderr scar-diff --text a.safetensors b.safetensors
+	[ -z "$stderr" ]
+	[[ $output == *"tensor 'lm_head.weight' only in A"* ]]
+	# the first eight of a side by name, then a count
+	run -0 --separate-stderr scar-diff -q a.safetensors many.safetensors
+	[ "$(grep -c "is only in 'many.safetensors'" <<<"$stderr")" = 8 ]
+	[[ $stderr == *"scar-diff: warning: 3 more tensors are only in 'many.safetensors'"* ]]
+	# equal files warn about nothing
+	run -0 --separate-stderr scar-diff -q a.safetensors a.safetensors
+	[ -z "$stderr" ]
+}
+
 @test "scar-diff: unreadable, foreign and mismatched inputs exit 2 with the file named" {
 	two
 	run -2 scar-diff a.ckpt missing.ckpt
@@ -318,7 +470,7 @@ EOF
 	src="$SCAR_ROOT/cmd/scar-diff.c"
 	opts=$(grep -oE '^[[:space:]]*\{ "[a-zA-Z][a-zA-Z-]*", (no|required|optional)_argument' "$src" |
 		sed -E 's/.*"([a-zA-Z-]+)".*/\1/' | sort -u)
-	[ "$(printf '%s\n' "$opts" | wc -l)" -ge 11 ]
+	[ "$(printf '%s\n' "$opts" | wc -l)" -ge 13 ]
 	help=$(scar-diff --help)
 	man=$(MANWIDTH=200 mandoc -Tascii "$SCAR_ROOT/man/scar-diff.1" | col -b)
 	for o in $opts; do

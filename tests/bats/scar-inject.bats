@@ -167,6 +167,43 @@ inject() {
 	[[ $output == "usage: scar-inject "* ]]
 }
 
+@test "scar-inject: -q silences the report on stderr, --report - puts it on stdout" {
+	need_jq
+	mlr
+	# by default the report is the one line on stderr, also in a pipe
+	run -0 --separate-stderr scar-inject --lose-count 1 in.ckpt out.ckpt
+	[ -z "$output" ]
+	[ "$(jq -r .kind <<<"$stderr")" = lose ]
+	run -0 --separate-stderr scar-inject -q --lose-count 1 in.ckpt q.ckpt
+	[ -z "$output" ] && [ -z "$stderr" ]
+	cmp out.ckpt q.ckpt
+	run -0 --separate-stderr bash -c 'scar-inject --quiet --noise-l2 0.5 < in.ckpt | scar-ckpt verify -q -'
+	[ -z "$stderr" ]
+	# errors still reach stderr under -q
+	run -2 --separate-stderr scar-inject -q --noise-l2 1 missing.ckpt out.ckpt
+	[[ $stderr == "scar-inject: cannot open 'missing.ckpt'"* ]]
+	# -q does not silence a report that was asked for
+	run -0 --separate-stderr scar-inject -q --report r.json --lose-count 1 in.ckpt out2.ckpt
+	[ -z "$stderr" ]
+	[ "$(jq -r .kind r.json)" = lose ]
+	run -0 --separate-stderr scar-inject --report - --lose-count 1 in.ckpt out3.ckpt
+	[ -z "$stderr" ]
+	[ "$(jq -r .output <<<"$output")" = out3.ckpt ]
+	[ ! -e ./- ]
+	cmp out.ckpt out3.ckpt
+	# a checkpoint and a report cannot share stdout
+	run -2 --separate-stderr scar-inject --report - --lose-count 1 in.ckpt
+	[[ $stderr == *"--report - and OUT on standard output would mix"* ]]
+	[ -z "$output" ]
+	# snapshots too
+	scar-ckpt export --tensor weights -o w.npy in.ckpt
+	run -0 --separate-stderr scar-inject -q --shards 8 --lose-count 1 w.npy w2.npy
+	[ -z "$stderr" ]
+	run -0 --separate-stderr scar-inject --report - --shards 8 --lose-count 1 w.npy w3.npy
+	[ "$(jq -r .input_format <<<"$output")" = snapshot ]
+	cmp w2.npy w3.npy
+}
+
 @test "scar-inject: --reset init needs a known model" {
 	/usr/bin/python3 -c 'import numpy' 2>/dev/null || skip "numpy not installed"
 	/usr/bin/python3 -c 'import numpy as np; np.save("w.npy", np.ones((8, 2)))'

@@ -210,7 +210,7 @@ static void test_plan(void)
 	/* every 2: half the failures find age 0 (rho 0), half age 1 (rho 1): iota (0 + 1) / 2 */
 	CHECK_NEAR(p.points[1].iota, 0.5, 1e-13);
 	CHECK_NEAR(p.points[1].rework, 0.005, 1e-15);
-	CHECK(p.best == 1);
+	CHECK(p.best == 1 && p.cycle == 2 && p.points[0].runnable && p.points[1].runnable);
 	/* all lost, full checkpoints, kappa 1: the bound is the traditional rework */
 	CHECK(p.traditional.every == 2);
 	CHECK_NEAR(p.traditional.iota, 0.5, 0);
@@ -255,15 +255,42 @@ static void test_plan(void)
 	o.c = 0.5;
 	o.D = o.step0 = 0;
 
-	/* a small budget: a grid that keeps both ends, budget respected */
+	/*
+	 * a small budget: a grid that keeps both ends, budget respected, and
+	 * the 16 divisors of 1000 (what scar-train can run) among the points
+	 */
 	o.budget = 0.001;
 	o.max_points = 50;
 	CHECK_RC(scar_bound_plan(&o, &p, NULL));
-	CHECK(p.n <= 50 && p.n > 20);
+	CHECK(p.n <= 50 + 16 && p.n > 20 && p.cycle == 1000);
 	CHECK(p.points[0].every == 1 && p.points[p.n - 1].every == 1000);
 	CHECK_NEAR(p.points[p.n - 1].fraction, 1, 0);
+	{
+		size_t runnable = 0;
+
+		for (size_t i = 0; i < p.n; i++) {
+			CHECK(p.points[i].fraction <= 0.001 * (double)p.points[i].every + 1e-12);
+			CHECK(i == 0 || p.points[i].every > p.points[i - 1].every);
+			CHECK(p.points[i].runnable == (1000 % p.points[i].every == 0));
+			runnable += p.points[i].runnable;
+			/* the best is the least iota scar-train can run */
+			CHECK(!p.points[i].runnable || p.points[i].iota >= p.points[p.best].iota);
+		}
+		CHECK(runnable == 16 && p.points[p.best].runnable);
+	}
+	scar_bound_plan_release(&p);
+	/* 1/3 of the rows every 3 of budget 1/3: runnable; every 2 of budget 0.3 not */
+	o.max_points = 0;
+	o.budget = 1.0 / 3;
+	CHECK_RC(scar_bound_plan(&o, &p, NULL));
+	CHECK(p.cycle == 3 && p.n == 3 && p.points[0].runnable && !p.points[1].runnable &&
+	      p.points[2].runnable);
+	scar_bound_plan_release(&p);
+	o.budget = 0.3;
+	CHECK_RC(scar_bound_plan(&o, &p, NULL));
+	CHECK(p.cycle == 0 && p.n == 4);
 	for (size_t i = 0; i < p.n; i++)
-		CHECK(p.points[i].fraction <= 0.001 * (double)p.points[i].every + 1e-12);
+		CHECK(!p.points[i].runnable && p.points[i].iota >= p.points[p.best].iota);
 	scar_bound_plan_release(&p);
 
 	o.c = 1;

@@ -1,5 +1,7 @@
 /* test-diff.c - norms against a quad-precision reference, and snapshot diffs. */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -257,6 +259,51 @@ static void test_states(void)
 	scar_state_free(b);
 }
 
+/* The tensor list's orders: NaN first, ties by name, names in byte order; the JSON cut. */
+static void test_order(void)
+{
+	struct scar_diff_result r;
+	struct scar_diff_tensor t[4];
+	static const char *const names[4] = { "d", "b", "a", "c" };
+	static const double l2[4] = { 1, 2, 2, 0 }, linf[4] = { 1, 0.5, 0.5, 0 };
+	size_t *o;
+	json_t *j;
+
+	memset(&r, 0, sizeof(r));
+	memset(t, 0, sizeof(t));
+	for (int i = 0; i < 4; i++) {
+		snprintf(t[i].name, sizeof(t[i].name), "%s", names[i]);
+		t[i].n.l2 = l2[i];
+		t[i].n.linf = linf[i];
+		t[i].n.rel_l2 = i == 3 ? NAN : 0.1 * i;
+	}
+	r.tensors = t;
+	r.ntensors = 4;
+	o = scar_diff_tensor_order(&r, SCAR_DIFF_SORT_L2);	/* a(2) b(2) d(1) c(0) */
+	CHECK(o && o[0] == 2 && o[1] == 1 && o[2] == 0 && o[3] == 3);
+	free(o);
+	o = scar_diff_tensor_order(&r, SCAR_DIFF_SORT_LINF);	/* d(1) a b (0.5) c */
+	CHECK(o && o[0] == 0 && o[1] == 2 && o[2] == 1 && o[3] == 3);
+	free(o);
+	o = scar_diff_tensor_order(&r, SCAR_DIFF_SORT_REL);	/* c(NaN) a(0.2) b(0.1) d(0) */
+	CHECK(o && o[0] == 3 && o[1] == 2 && o[2] == 1 && o[3] == 0);
+	free(o);
+	o = scar_diff_tensor_order(&r, SCAR_DIFF_SORT_NAME);
+	CHECK(o && o[0] == 2 && o[1] == 1 && o[2] == 3 && o[3] == 0);
+	j = o ? scar_diff_result_json_list(&r, o, 2) : NULL;
+	CHECK(j && json_array_size(json_object_get(j, "tensors")) == 2);
+	CHECK(j && !strcmp(json_string_value(json_object_get(json_array_get(json_object_get(j,
+		"tensors"), 1), "name")), "b"));
+	CHECK(j && json_integer_value(json_object_get(j, "tensors_omitted")) == 2);
+	json_decref(j);
+	free(o);
+	o = scar_diff_tensor_order(&r, SCAR_DIFF_SORT_FILE);
+	CHECK(o && o[0] == 0 && o[3] == 3);
+	free(o);
+	r.ntensors = 0;
+	CHECK(scar_diff_tensor_order(&r, SCAR_DIFF_SORT_L2) == NULL);
+}
+
 /* Files: npy against safetensors, large rows read in pieces, equals the in-memory diff. */
 static void test_files(void)
 {
@@ -372,6 +419,7 @@ int main(void)
 	test_f32_kernel();
 	test_adversarial();
 	test_states();
+	test_order();
 	test_files();
 	test_ckpt();
 	unit_scratch_remove();
