@@ -660,10 +660,12 @@ int main(int argc, char **argv)
 					argv[optind], argv[optind]);
 		cli_usage_error("unexpected operand '%s'", argv[optind]);
 	}
-	if (keys_of)
-		list_keys(keys_of, json);
-	if (list)
+	if (keys_of || list) {
+		json_decref(config);
+		if (keys_of)
+			list_keys(keys_of, json);
 		list_models(json);
+	}
 	if (json)
 		cli_usage_error("option '--json' goes with --list-models or --list-keys");
 	if (o.iters == 0 && o.measure_cost)
