@@ -199,6 +199,9 @@ void warn_err(const char *path, struct scar_error *e)
 	if (e->code == SCAR_EIO && e->errno_value == EPIPE)
 		exit(EXIT_TROUBLE);
 	cli_warn_error(e);
+	/* an array file or an event stream where a checkpoint was wanted: say what it is */
+	if (e->code == SCAR_EFORMAT && path && strstr(e->msg, "not a scar checkpoint"))
+		cli_hint_not_checkpoint(path, 0);
 }
 
 void *xmalloc(size_t n)

@@ -4,9 +4,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -25,7 +27,8 @@
 static const char usage_text[] =
 "usage: scar-train [--model NAME] [--iters N] [--shards S] [options]\n"
 "       scar-train --resume PATH [--iters N] [options]\n"
-"       scar-train --list-models\n"
+"       scar-train --list-models [--json]\n"
+"       scar-train --list-keys MODEL [--json]\n"
 "\n"
 "Train an iterative-convergent workload and write JSON-lines events to stdout.\n"
 "\n"
@@ -33,12 +36,15 @@ static const char usage_text[] =
 "  -m, --model NAME        mlr, ridge, mf or lda (default mlr)\n"
 "      --data PATH         real data set (default: the built-in synthetic one)\n"
 "      --seed N            seed of the model and its data (default 1)\n"
-"      --set KEY=VALUE     set a model configuration key (repeatable)\n"
+"      --set KEY=VALUE     set a model configuration key (repeatable; see --list-keys)\n"
 "      --config FILE       model configuration as a JSON object\n"
-"  -n, --iters N           iterations to run; with --resume, the total (default 50)\n"
+"  -n, --iters N           iterations to run; with --resume, the total (default 50);\n"
+"                          0: only the header and the starting state\n"
 "      --shards S          parameter shards, row r in shard r mod S (default 8)\n"
 "      --heldout-every N   held-out metric every N iterations (default: first and last)\n"
 "      --list-models       list the workloads and exit\n"
+"      --list-keys MODEL   list a workload's configuration keys and exit\n"
+"      --json              --list-models and --list-keys as one JSON object\n"
 "Checkpoints:\n"
 "      --policy P          none, full, round-robin, random or priority (default none)\n"
 "      --interval C        full checkpoint every C iterations (default 8)\n"
@@ -68,7 +74,7 @@ static const char usage_text[] =
 "      --save PATH         write the final state as a full checkpoint (- = stdout)\n"
 "      --events FILE       write events to FILE (default stdout; none with --save -)\n"
 "      --no-timing         leave out timing fields, for bit-identical streams\n"
-"  -q, --quiet             no progress bar on stderr\n"
+"  -q, --quiet             no progress line on stderr\n"
 "  -h, --help              show this help and exit\n"
 "  -V, --version           show the version and exit\n";
 
@@ -78,6 +84,7 @@ enum {
 	OPT_FAILAT, OPT_FAILPROB, OPT_LOSESHARDS, OPT_LOSECOUNT, OPT_LOSEFRAC, OPT_FAILSEED,
 	OPT_RECOVERY, OPT_COST, OPT_REFERENCE, OPT_WINDOW, OPT_CAP, OPT_RESUME, OPT_SAVE,
 	OPT_EVENTS, OPT_NOTIMING,
+	OPT_JSON, OPT_LISTKEYS,
 };
 
 static const struct option long_options[] = {
@@ -96,6 +103,8 @@ static const struct option long_options[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "iters", required_argument, NULL, 'n' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "list-keys", required_argument, NULL, OPT_LISTKEYS },
 	{ "list-models", no_argument, NULL, OPT_LIST },
 	{ "lose-count", required_argument, NULL, OPT_LOSECOUNT },
 	{ "lose-fraction", required_argument, NULL, OPT_LOSEFRAC },
@@ -119,13 +128,132 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void progress(uint64_t clock, uint64_t total, void *arg)
+/*
+ * The progress line on stderr (scar-train(1) DESCRIPTION): where the run is,
+ * its objective, the rate and the time left, redrawn in place with '\r' at
+ * most ten times a second, only at a terminal (cli_progress_ok). Taken off
+ * the screen before any message; a run that finishes leaves its last line.
+ */
+static struct {
+	int len;		/* columns drawn on the screen; 0: nothing drawn */
+	int reference;		/* the phase shown: the reference run of --cost */
+	double t0, t_phase, t_drawn;	/* the first report, the phase's start, the last draw */
+	double t_last;		/* the last report */
+	uint64_t clock_phase;	/* the clock at the phase's start */
+	struct scar_train_progress p;	/* the last report */
+	int have;
+} bar;
+
+static double now(void)
 {
-	(void)arg;
-	fprintf(stderr, "\r%s: iteration %llu/%llu", cli_progname, (unsigned long long)clock,
-		(unsigned long long)total);
-	if (clock >= total)
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "0.4 s", "0:07", "12:30", "1:02:03"; tenths only when seconds asked for */
+static void fmt_duration(char *buf, size_t n, double s, int tenths)
+{
+	unsigned long long t = s < 0 ? 0 : s > 1e9 ? 1000000000ull : (unsigned long long)(s + 0.5);
+
+	if (tenths && s < 59.95)
+		snprintf(buf, n, "%.1f s", s < 0 ? 0 : s);
+	else if (t >= 3600)
+		snprintf(buf, n, "%llu:%02llu:%02llu", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, n, "%llu:%02llu", t / 60, t % 60);
+}
+
+static void bar_clear(void)
+{
+	if (bar.len)
+		fprintf(stderr, "\r%*s\r", bar.len, "");
+	bar.len = 0;
+}
+
+/* Draw the last report; final: the run is over, keep the line with its time. */
+static void bar_draw(double t, int final)
+{
+	const struct scar_train_progress *p = &bar.p;
+	double dt = bar.t_last - bar.t_phase, rate = 0;
+	uint64_t did = p->clock - bar.clock_phase;
+	char line[512], d[32];
+	int n, width = cli_terminal_width() - 1;
+
+	if (p->reference)
+		n = snprintf(line, sizeof(line), "%s: reference run %llu/%llu", cli_progname,
+			     (unsigned long long)p->clock, (unsigned long long)p->iters);
+	else if (p->clock <= p->iters || isnan(p->target) || final)
+		n = snprintf(line, sizeof(line), p->clock <= p->iters ? "%s: iteration %llu/%llu" :
+			     "%s: iteration %llu", cli_progname, (unsigned long long)p->clock,
+			     (unsigned long long)p->iters);
+	else	/* --cost, past --iters: on until the objective reaches the reference's */
+		n = snprintf(line, sizeof(line), "%s: iteration %llu/%llu (cost: to %.6g)", cli_progname,
+			     (unsigned long long)p->clock, (unsigned long long)p->limit, p->target);
+	if (p->objective_name)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", %s %.6g", p->objective_name,
+			      p->objective);
+	if (did && dt > 0) {
+		rate = (double)did / dt;
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      rate >= 100 ? ", %.0f it/s" : rate >= 1 ? ", %.1f it/s" : ", %.1f s/it",
+			      rate >= 1 ? rate : 1 / rate);
+	}
+	if (final) {
+		fmt_duration(d, sizeof(d), t - bar.t0, 1);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", done in %s", d);
+	} else if (rate > 0 && p->clock < p->iters) {
+		fmt_duration(d, sizeof(d), (double)(p->iters - p->clock) / rate, 0);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", ETA %s", d);
+	}
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	/* a line wider than the terminal would wrap, and '\r' then redraw only its tail */
+	if (width > 0 && n > width)
+		n = width;
+	fprintf(stderr, "\r%.*s%*s", n, line, bar.len > n ? bar.len - n : 0, "");
+	if (final) {
 		fputc('\n', stderr);
+		bar.len = 0;
+	} else {
+		bar.len = n;
+	}
+	fflush(stderr);
+	bar.t_drawn = t;
+}
+
+static void progress(const struct scar_train_progress *p, void *arg)
+{
+	double t = now();
+	int first = !bar.have || p->reference != bar.reference || p->clock == p->start;
+
+	(void)arg;
+	if (!bar.have)
+		bar.t0 = t;
+	if (first) {
+		bar.t_phase = t;
+		bar.clock_phase = p->clock;
+		bar.reference = p->reference;
+	}
+	bar.p = *p;
+	bar.have = 1;
+	bar.t_last = t;
+	if (first || t - bar.t_drawn >= 0.1 || p->clock == p->iters)
+		bar_draw(t, 0);
+}
+
+/* The run is over: its last line stays when it finished, else goes. */
+static void bar_end(int finished)
+{
+	if (finished && bar.have && bar.len)
+		bar_draw(now(), 1);
+	bar_clear();
+}
+
+static void bar_at_exit(void)
+{
+	bar_clear();
 }
 
 /* --set KEY=VALUE: VALUE is JSON when it parses as JSON, else a string. */
@@ -228,12 +356,143 @@ static json_t *load_config(const char *path, struct scar_error *err)
 	return j;
 }
 
-static _Noreturn void list_models(void)
+static void print_json(json_t *o)
+{
+	if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(17)) != 0)
+		cli_die("out of memory");
+	putchar('\n');
+	json_decref(o);
+}
+
+static _Noreturn void list_models(int json)
 {
 	const struct scar_model_def *const *m;
+	json_t *a = json ? json_array() : NULL;
 
-	for (m = scar_models(); *m; m++)
-		printf("%-6s %s\n", (*m)->name, (*m)->summary);
+	for (m = scar_models(); *m; m++) {
+		if (!json) {
+			printf("%-6s %s\n", (*m)->name, (*m)->summary);
+			continue;
+		}
+		if (!a || json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b, s:s?, s:b}",
+				"name", (*m)->name, "summary", (*m)->summary,
+				"objective", (*m)->objective_name,
+				"objective_higher_better", (*m)->objective_higher_better,
+				"heldout", (*m)->heldout_name,
+				"heldout_higher_better", (*m)->heldout_higher_better)))
+			cli_die("out of memory");
+	}
+	if (json)
+		print_json(json_pack("{s:o}", "models", a));
+	exit(0);
+}
+
+/* A key's default as --list-keys prints it: a value, another key's name, or "none". */
+static void key_default(const struct scar_model_key *k, char *buf, size_t n)
+{
+	if (k->def_key)
+		snprintf(buf, n, "%s", k->def_key);
+	else if (k->flags & SCAR_KEY_OPTIONAL)
+		snprintf(buf, n, "none");
+	else if (k->type == SCAR_KEY_INT)
+		snprintf(buf, n, "%lld", (long long)k->int_def);
+	else if (k->type == SCAR_KEY_REAL)
+		snprintf(buf, n, "%g", k->real_def);
+	else
+		snprintf(buf, n, "%s", k->str_def ? k->str_def : "none");
+}
+
+/* Its values: a range, the choices, or "-" for any string. */
+static void key_values(const struct scar_model_key *k, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	if (k->type == SCAR_KEY_INT && k->int_max == INT64_MAX)
+		snprintf(buf, n, ">= %lld", (long long)k->int_min);
+	else if (k->type == SCAR_KEY_INT)
+		snprintf(buf, n, "%lld..%lld", (long long)k->int_min, (long long)k->int_max);
+	else if (k->type == SCAR_KEY_REAL)
+		snprintf(buf, n, "%g..%g", k->real_min, k->real_max);
+	else if (!k->choices)
+		snprintf(buf, n, "-");
+	else
+		for (size_t i = 0; k->choices[i] && len < n; i++)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? "|" : "", k->choices[i]);
+}
+
+static json_t *key_json(const struct scar_model_key *k)
+{
+	json_t *o = json_pack("{s:s, s:s}", "name", k->name, "type", scar_key_type_name(k->type));
+	json_t *def = json_null();
+
+	if (!o)
+		return NULL;
+	if (k->def_key || (k->flags & SCAR_KEY_OPTIONAL))
+		;
+	else if (k->type == SCAR_KEY_INT)
+		def = json_integer((json_int_t)k->int_def);
+	else if (k->type == SCAR_KEY_REAL)
+		def = json_real(k->real_def);
+	else if (k->str_def)
+		def = json_string(k->str_def);
+	json_object_set_new(o, "default", def);
+	if (k->def_key)
+		json_object_set_new(o, "default_key", json_string(k->def_key));
+	if (k->type == SCAR_KEY_INT) {
+		json_object_set_new(o, "min", json_integer((json_int_t)k->int_min));
+		json_object_set_new(o, "max", json_integer((json_int_t)k->int_max));
+	} else if (k->type == SCAR_KEY_REAL) {
+		json_object_set_new(o, "min", json_real(k->real_min));
+		json_object_set_new(o, "max", json_real(k->real_max));
+	} else if (k->choices) {
+		json_t *c = json_array();
+
+		for (size_t i = 0; c && k->choices[i]; i++)
+			json_array_append_new(c, json_string(k->choices[i]));
+		json_object_set_new(o, "choices", c);
+	}
+	json_object_set_new(o, "synthetic", json_boolean(k->flags & SCAR_KEY_SYNTHETIC));
+	json_object_set_new(o, "synthetic_default", json_boolean(k->flags & SCAR_KEY_SYNTH_DEFAULT));
+	json_object_set_new(o, "description", json_string(k->help));
+	return o;
+}
+
+/* --list-keys: the model's key table, which its configuration is checked against. */
+static _Noreturn void list_keys(const char *name, int json)
+{
+	const struct scar_model_def *def = scar_model_find(name);
+	const struct scar_model_key *k;
+	int wk = 3, wt = 4, wd = 7, wv = 6;
+	char d[64], v[128];
+	json_t *a;
+
+	if (!def)
+		cli_usage_error("unknown model '%s' (see --list-models)", name);
+	if (json) {
+		if (!(a = json_array()))
+			cli_die("out of memory");
+		for (k = def->keys; k->name; k++)
+			if (json_array_append_new(a, key_json(k)))
+				cli_die("out of memory");
+		print_json(json_pack("{s:s, s:o}", "model", def->name, "keys", a));
+		exit(0);
+	}
+	for (k = def->keys; k->name; k++) {
+		key_default(k, d, sizeof(d));
+		key_values(k, v, sizeof(v));
+		wk = (int)strlen(k->name) > wk ? (int)strlen(k->name) : wk;
+		wt = (int)strlen(scar_key_type_name(k->type)) > wt ? (int)strlen(scar_key_type_name(k->type)) : wt;
+		wd = (int)strlen(d) > wd ? (int)strlen(d) : wd;
+		wv = (int)strlen(v) > wv ? (int)strlen(v) : wv;
+	}
+	printf("%-*s  %-*s  %-*s  %-*s  %s\n", wk, "KEY", wt, "TYPE", wd, "DEFAULT", wv, "VALUES",
+	       "MEANING");
+	for (k = def->keys; k->name; k++) {
+		key_default(k, d, sizeof(d));
+		key_values(k, v, sizeof(v));
+		printf("%-*s  %-*s  %-*s  %-*s  %s\n", wk, k->name, wt, scar_key_type_name(k->type),
+		       wd, d, wv, v, k->help);
+	}
 	exit(0);
 }
 
@@ -245,11 +504,12 @@ int main(int argc, char **argv)
 	struct scar_state *resume = NULL;
 	json_t *config = json_object(), *reference = NULL, *reference_header = NULL;
 	const char *model = "mlr", *save = NULL, *events_path = NULL, *resume_path = NULL;
-	const char *reference_path = NULL;
+	const char *reference_path = NULL, *keys_of = NULL;
 	struct cli_shard_list lose_shards = { 0, NULL };
 	struct scar_train_resume_info resume_info;
 	int c, quiet = 0, shards_given = 0, model_given = 0, rc;
 	int policy_given = 0, interval_given = 0, fraction_given = 0, seed_given = 0;
+	int list = 0, json = 0;
 	FILE *events = stdout;
 
 	cli_init(argv[0]);
@@ -275,11 +535,12 @@ int main(int argc, char **argv)
 			return 0;
 		case 'V': cli_version();
 		case 'm': model = optarg; model_given = 1; break;
-		case 'n': o.iters = cli_parse_u64("--iters", optarg, 1, 100000000); break;
+		case 'n': o.iters = cli_parse_u64("--iters", optarg, 0, 100000000); break;
 		case 'q': quiet = 1; break;
 		case OPT_DATA:
 			if (!*optarg)
 				cli_usage_error("option '--data' needs a value");
+			cli_check_path_arg("--data", optarg, NULL);
 			json_object_set_new(config, "data", json_string(optarg));
 			break;
 		case OPT_SEED:
@@ -288,7 +549,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SET: set_key(config, optarg); break;
 		case OPT_CONFIG: {
-			json_t *f = load_config(optarg, &err);
+			json_t *f;
+
+			cli_check_path_arg("--config", optarg, NULL);
+			f = load_config(optarg, &err);
 
 			if (!json_is_object(f))
 				cli_die("config '%s' is not a JSON object", optarg);
@@ -301,7 +565,9 @@ int main(int argc, char **argv)
 			shards_given = 1;
 			break;
 		case OPT_HELDOUT: o.heldout_every = cli_parse_u64("--heldout-every", optarg, 1, UINT32_MAX); break;
-		case OPT_LIST: list_models();
+		case OPT_LIST: list = 1; break;
+		case OPT_LISTKEYS: keys_of = optarg; break;
+		case OPT_JSON: json = 1; break;
 		case OPT_POLICY:
 			if ((rc = scar_policy_parse(optarg)) < 0)
 				cli_usage_error("unknown policy '%s' (none, full, round-robin, random, priority)", optarg);
@@ -319,6 +585,7 @@ int main(int argc, char **argv)
 		case OPT_CKPTDIR:
 			if (!*optarg)
 				cli_usage_error("option '--checkpoint-dir' needs a value");
+			cli_check_path_arg("--checkpoint-dir", optarg, NULL);
 			o.ckpt_dir = optarg;
 			break;
 		case OPT_NOCOMPRESS: o.ckpt_compress = 0; break;
@@ -358,12 +625,25 @@ int main(int argc, char **argv)
 			o.recovery = rc;
 			break;
 		case OPT_COST: o.measure_cost = 1; break;
-		case OPT_REFERENCE: reference_path = optarg; o.measure_cost = 1; break;
+		case OPT_REFERENCE:
+			cli_check_path_arg("--reference", optarg, NULL);
+			reference_path = optarg;
+			o.measure_cost = 1;
+			break;
 		case OPT_WINDOW: o.cost_window = cli_parse_u64("--cost-window", optarg, 1, 1000000); break;
 		case OPT_CAP: o.cost_cap = cli_parse_u64("--cost-cap", optarg, 1, 100000000); break;
-		case OPT_RESUME: resume_path = optarg; break;
-		case OPT_SAVE: save = optarg; break;
-		case OPT_EVENTS: events_path = optarg; break;
+		case OPT_RESUME:
+			cli_check_path_arg("--resume", optarg, "standard input");
+			resume_path = optarg;
+			break;
+		case OPT_SAVE:
+			cli_check_path_arg("--save", optarg, "standard output");
+			save = optarg;
+			break;
+		case OPT_EVENTS:
+			cli_check_path_arg("--events", optarg, "standard output");
+			events_path = optarg;
+			break;
 		case OPT_NOTIMING: o.timing = 0; break;
 		default:
 			json_decref(config);
@@ -371,8 +651,25 @@ int main(int argc, char **argv)
 			return EXIT_TROUBLE;
 		}
 	}
-	if (optind < argc)
+	if (optind < argc) {
+		char *end;
+
+		/* "scar-train -m ridge 40": the number of iterations without its option */
+		if (strtoull(argv[optind], &end, 10), argv[optind][0] && !*end)
+			cli_usage_error("unexpected operand '%s' (iterations are given as '-n %s')",
+					argv[optind], argv[optind]);
 		cli_usage_error("unexpected operand '%s'", argv[optind]);
+	}
+	if (keys_of || list) {
+		json_decref(config);
+		if (keys_of)
+			list_keys(keys_of, json);
+		list_models(json);
+	}
+	if (json)
+		cli_usage_error("option '--json' goes with --list-models or --list-keys");
+	if (o.iters == 0 && o.measure_cost)
+		cli_usage_error("--cost needs iterations to measure; -n 0 runs none");
 	if (o.fail_seed == 0)
 		o.fail_seed = 1;
 	if (!resume_path && !scar_model_find(model))
@@ -388,8 +685,12 @@ int main(int argc, char **argv)
 		if (model_given || json_object_size(config))
 			cli_usage_error("--resume takes model and configuration from the checkpoint");
 		if (scar_dist_resume_load(resume_path, &resume, &skipped, used, sizeof(used),
-					  resume_skipped, NULL, &err))
-			cli_die_error(&err);
+					  resume_skipped, NULL, &err)) {
+			cli_warn_error(&err);
+			if (err.code == SCAR_EFORMAT)
+				cli_hint_not_checkpoint(err.file[0] ? err.file : resume_path, 1);
+			exit(EXIT_TROUBLE);
+		}
 		/*
 		 * The checksums say the file is as written, not that its
 		 * configuration is one the model takes: the same validation as
@@ -457,8 +758,10 @@ int main(int argc, char **argv)
 			uint64_t at = json_is_integer(ck) ? (uint64_t)json_integer_value(ck) : resume->iteration;
 
 			if (o.iters <= at)
-				cli_usage_error("checkpoint is at iteration %llu; --iters %llu leaves nothing to do",
-						(unsigned long long)at, (unsigned long long)o.iters);
+				cli_usage_error("checkpoint is at iteration %llu; --iters %llu leaves nothing to do "
+						"(with --resume, --iters is the total: give more than %llu)",
+						(unsigned long long)at, (unsigned long long)o.iters,
+						(unsigned long long)at);
 		}
 	}
 	for (size_t i = 0; i < o.nfail_at; i++)
@@ -535,8 +838,10 @@ int main(int argc, char **argv)
 	o.model = model;
 	o.config = config;
 	o.events = events;
-	if (!quiet && cli_progress_ok()) {
+	if (!quiet && cli_progress_ok(events == stdout)) {
 		o.progress = progress;
+		cli_set_message_hook(bar_clear);
+		atexit(bar_at_exit);
 	}
 
 	if (scar_dist_active()) {
@@ -548,6 +853,7 @@ int main(int argc, char **argv)
 		}
 	} else
 		rc = scar_train_run(&o, &res, &err);
+	bar_end(rc == 0);
 	if (rc) {
 		if (rc == SCAR_EDIVERGED) {
 			cli_warn_error(&err);

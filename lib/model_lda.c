@@ -65,41 +65,17 @@
  * after the initial assignments: earlier versions continued it in the
  * sweeps; kept, never advanced, so checkpoints keep their layout).
  *
- * Configuration keys (type, default: meaning):
- *   seed            integer, 1: the initial assignments and the keyed draws
- *   data_seed       integer, = seed: the synthetic corpus and the held-out split
- *   data            string, absent: a UCI bag-of-words docword.*.txt file;
- *                   absent = a synthetic corpus with planted topics
- *   vocab           string, absent: the matching vocab.*.txt (optional)
- *   docs            integer, 1000: synthetic documents
- *   words           integer, 1000: synthetic vocabulary size
- *   doc_len         integer, 100: synthetic tokens per document
- *   synth_topics    integer, 10: planted topics
- *   synth_alpha     real, 0.1: Dirichlet parameter of planted doc mixtures
- *   synth_beta      real, 0.05: Dirichlet parameter of planted topics
- *                   (docs, words, doc_len, synth_*: refused with data,
- *                   which fixes them; see the header's "effective")
- *   topics          integer, 10: K
- *   alpha           real, 0.1: doc-topic prior
- *   beta            real, 0.01: topic-word prior
- *   heldout_frac    real, 0.1: fraction of documents held out (by data_seed, > 0)
- *   heldout_sweeps  integer, 10: fold-in sweeps of the held-out estimate
- *   resync          string, "sweep": "sweep" rebuilds the server counts from
- *                   the assignments after every sweep (see resync_counts);
- *                   "none" keeps purely incremental counts
- *   sampler         string, "race": how a token's topic is drawn from its
- *                   keyed numbers, "race" or "cdf" (see above)
- *   workers         integer, 1: W. With W > 1 a sweep is AD-LDA's over W
- *                   workers: the training documents in W contiguous blocks
- *                   (scar_dist_part_lo), each block sampled against the
- *                   counts of the start of the sweep plus its own changes,
- *                   with the same keyed draws as W = 1 (a token's numbers
- *                   do not depend on its block), then the
- *                   counts rebuilt from the assignments (needs resync
- *                   "sweep"). The blocks are independent, so the MPI
- *                   trainer samples them on different ranks and gets the
- *                   same result (scar-mpi(7)). W = 1 is the sequential
- *                   sampler above.
+ * Configuration keys: lda_keys below (scar-train --list-keys lda). resync
+ * "sweep" rebuilds the server counts from the assignments after every sweep
+ * (see resync_counts), "none" keeps purely incremental counts. workers W > 1
+ * makes a sweep AD-LDA's over W workers: the training documents in W
+ * contiguous blocks (scar_dist_part_lo), each block sampled against the
+ * counts of the start of the sweep plus its own changes, with the same
+ * keyed draws as W = 1 (a token's numbers do not depend on its block), then
+ * the counts rebuilt from the assignments (needs resync "sweep"). The
+ * blocks are independent, so the MPI trainer samples them on different
+ * ranks and gets the same result (scar-mpi(7)). W = 1 is the sequential
+ * sampler above.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -152,46 +128,40 @@ struct scar_model {
 	float *p, *inv, *dka, *bsum;
 };
 
-static const char *const lda_keys[] = {
-	"seed", "data_seed", "data", "vocab", "docs", "words", "doc_len", "synth_topics",
-	"synth_alpha", "synth_beta", "topics", "alpha", "beta", "heldout_frac", "heldout_sweeps",
-	"resync", "workers", "sampler", NULL
-};
-
 static const char *const resync_choices[] = { "sweep", "none", NULL };
 /* In the order of SCAR_LDA_SAMPLER_*. */
 static const char *const sampler_choices[] = { "race", "cdf", NULL };
 
-/* The generator's keys: with real data they are refused and get no default. */
-static const char *const lda_synth_keys[] = {
-	"docs", "words", "doc_len", "synth_topics", "synth_alpha", "synth_beta", NULL
+static const struct scar_model_key lda_keys[] = {
+	MU_SEEDS("the initial assignments and the keyed draws",
+		 "the synthetic corpus and the held-out split"),
+	MU_PATH("data", "a UCI bag-of-words docword.*.txt file; absent: a synthetic corpus"),
+	MU_PATH("vocab", "the matching vocab.*.txt (with data)"),
+	MU_SYNTH_INT("docs", 1000, 1, INT32_MAX, "synthetic documents"),
+	MU_SYNTH_INT("words", 1000, 1, INT32_MAX, "synthetic vocabulary size"),
+	MU_SYNTH_INT("doc_len", 100, 1, 1 << 24, "synthetic tokens per document"),
+	MU_SYNTH_INT("synth_topics", 10, 1, 65536, "planted topics"),
+	MU_SYNTH_REAL("synth_alpha", 0.1, 1e-6, 1e6, "Dirichlet parameter of the planted doc mixtures"),
+	MU_SYNTH_REAL("synth_beta", 0.05, 1e-6, 1e6, "Dirichlet parameter of the planted topics"),
+	MU_INT("topics", 10, 1, 65536, "K, the topics"),
+	MU_REAL("alpha", 0.1, 1e-9, 1e6, "doc-topic prior"),
+	MU_REAL("beta", 0.01, 1e-9, 1e6, "topic-word prior"),
+	MU_REAL("heldout_frac", 0.1, 1e-6, 0.9, "fraction of the documents held out"),
+	MU_INT("heldout_sweeps", 10, 1, 10000, "fold-in sweeps of the held-out estimate"),
+	MU_STR("resync", "sweep", resync_choices,
+	       "rebuild the server counts from the assignments after each sweep, or not"),
+	MU_STR("sampler", "race", sampler_choices,
+	       "a topic from its keyed numbers: exponential race or inverse CDF"),
+	MU_INT("workers", 1, 1, 65536, "AD-LDA blocks of documents per sweep; above 1 needs resync sweep"),
+	MU_END
 };
 
 static int lda_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc, real = json_object_get(cfg, "data") != NULL;
+	int rc;
 
-	if ((rc = mu_cfg_known(cfg, lda_keys, "lda", err)) ||
-	    (rc = mu_cfg_synthetic(cfg, lda_synth_keys, real, "lda", err)) ||
-	    (rc = mu_cfg_seeds(cfg, err)) ||
-	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
-	    (rc = mu_cfg_str(cfg, "vocab", NULL, NULL, err)) ||
-	    (rc = mu_cfg_int(cfg, "docs", 1000, 1, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "words", 1000, 1, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "doc_len", 100, 1, 1 << 24, err)) ||
-	    (rc = mu_cfg_int(cfg, "synth_topics", 10, 1, 65536, err)) ||
-	    (rc = mu_cfg_real(cfg, "synth_alpha", 0.1, 1e-6, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "synth_beta", 0.05, 1e-6, 1e6, err)) ||
-	    (rc = mu_cfg_int(cfg, "topics", 10, 1, 65536, err)) ||
-	    (rc = mu_cfg_real(cfg, "alpha", 0.1, 1e-9, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "beta", 0.01, 1e-9, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "heldout_frac", 0.1, 1e-6, 0.9, err)) ||
-	    (rc = mu_cfg_int(cfg, "heldout_sweeps", 10, 1, 10000, err)) ||
-	    (rc = mu_cfg_str(cfg, "resync", "sweep", resync_choices, err)) ||
-	    (rc = mu_cfg_str(cfg, "sampler", "race", sampler_choices, err)) ||
-	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 65536, err)))
+	if ((rc = mu_cfg_apply(cfg, lda_keys, json_object_get(cfg, "data") != NULL, "lda", err)))
 		return rc;
-	mu_cfg_drop_synthetic(cfg, lda_synth_keys, real);
 	if (mu_get_int(cfg, "workers") > 1 && strcmp(mu_get_str(cfg, "resync"), "sweep"))
 		return scar_error_set(err, SCAR_EINVAL, "lda: 'workers' above 1 needs resync \"sweep\"");
 	if (json_object_get(cfg, "vocab") && !json_object_get(cfg, "data"))
@@ -1148,6 +1118,7 @@ const struct scar_model_def scar_model_lda = {
 	.heldout_name = "heldout_loglik_per_token",
 	.heldout_higher_better = 1,
 	.configure = lda_configure,
+	.keys = lda_keys,
 	.create = lda_create,
 	.init_state = lda_init_state,
 	.step = lda_step,

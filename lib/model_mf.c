@@ -42,29 +42,11 @@
  * never advanced, so checkpoints keep their layout) and "order" u32
  * [n_train] (the last epoch's order).
  *
- * Configuration keys (type, default: meaning):
- *   seed          integer, 1: initial factors and (sgd) the data order
- *   data_seed     integer, = seed: the synthetic data and the train/test split
- *   data          string, absent: MovieLens ratings (u.data, ratings.dat or
- *                 ratings.csv, or a directory holding one); absent = synthetic
- *   users         integer, 1000: synthetic users
- *   items         integer, 800: synthetic items
- *   synth_rank    integer, 5: rank of the planted synthetic matrix
- *   density       real, 0.1: fraction of synthetic cells rated
- *   noise         real, 0.1: synthetic rating noise standard deviation
- *                 (users, items, synth_rank, density, noise: refused with
- *                 data, which fixes them; see the header's "effective")
- *   test_frac     real, 0.2: fraction of ratings held out (> 0)
- *   solver        string, "als": "als" or "sgd"
- *   rank          integer, 10: factor rank
- *   lambda        real, 0.1: L2 penalty
- *   lambda_scale  string, "count": "count" (weighted lambda) or "none"
- *   lr            real, 0.01: sgd learning rate
- *   init_scale    real, 0.1: initial factors ~ N(0, init_scale^2)
- *   workers       integer, 1: W, the DSGD workers of an sgd epoch (1 to
- *                 1024; above 1 only with solver "sgd"). W = 1 is the
- *                 sequential epoch; the results depend on W, never on the
- *                 number of MPI ranks that run the workers.
+ * Configuration keys: mf_keys below (scar-train --list-keys mf). data is
+ * MovieLens ratings (u.data, ratings.dat or ratings.csv, or a directory
+ * holding one). workers W > 1 only with solver "sgd"; W = 1 is the
+ * sequential epoch; the results depend on W, never on the number of MPI
+ * ranks that run the workers.
  */
 #include <math.h>
 #include <stdio.h>
@@ -100,40 +82,36 @@ struct scar_model {
 
 #define mf_params scar_mf_params
 
-static const char *const mf_keys[] = {
-	"seed", "data_seed", "data", "users", "items", "synth_rank", "density", "noise",
-	"test_frac", "solver", "rank", "lambda", "lambda_scale", "lr", "init_scale", "workers",
-	NULL
-};
 static const char *const solvers[] = { "als", "sgd", NULL };
 static const char *const scales[] = { "count", "none", NULL };
 
-/* The generator's keys: with real data they are refused and get no default. */
-static const char *const mf_synth_keys[] = { "users", "items", "synth_rank", "density", "noise", NULL };
+static const struct scar_model_key mf_keys[] = {
+	MU_SEEDS("the initial factors and (sgd) the data order",
+		 "the synthetic data and the train/test split"),
+	MU_PATH("data", "MovieLens ratings, a file or a directory; absent: synthetic ratings"),
+	MU_SYNTH_INT("users", 1000, 1, INT32_MAX, "synthetic users"),
+	MU_SYNTH_INT("items", 800, 1, INT32_MAX, "synthetic items"),
+	MU_SYNTH_INT("synth_rank", 5, 1, 4096, "rank of the planted synthetic matrix"),
+	MU_SYNTH_REAL("density", 0.1, 1e-9, 1, "fraction of synthetic cells rated"),
+	MU_SYNTH_REAL("noise", 0.1, 0, 1e6, "synthetic rating noise standard deviation"),
+	MU_REAL("test_frac", 0.2, 1e-6, 0.99, "fraction of the ratings held out"),
+	MU_STR("solver", "als", solvers, "alternating least squares or stochastic gradient descent"),
+	MU_INT("rank", 10, 1, 1024, "factor rank"),
+	MU_REAL("lambda", 0.1, 0, 1e9, "L2 penalty"),
+	MU_STR("lambda_scale", "count", scales,
+	       "penalty per row times its ratings (weighted lambda), or not"),
+	MU_REAL("lr", 0.01, 0, 1e3, "learning rate of solver sgd"),
+	MU_REAL("init_scale", 0.1, 0, 1e6, "initial factors ~ N(0, init_scale^2)"),
+	MU_INT("workers", 1, 1, 1024, "DSGD workers of an epoch (W x W blocks); above 1 only with solver sgd"),
+	MU_END
+};
 
 static int mf_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc, real = json_object_get(cfg, "data") != NULL;
+	int rc;
 
-	if ((rc = mu_cfg_known(cfg, mf_keys, "mf", err)) ||
-	    (rc = mu_cfg_synthetic(cfg, mf_synth_keys, real, "mf", err)) ||
-	    (rc = mu_cfg_seeds(cfg, err)) ||
-	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
-	    (rc = mu_cfg_int(cfg, "users", 1000, 1, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "items", 800, 1, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "synth_rank", 5, 1, 4096, err)) ||
-	    (rc = mu_cfg_real(cfg, "density", 0.1, 1e-9, 1, err)) ||
-	    (rc = mu_cfg_real(cfg, "noise", 0.1, 0, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "test_frac", 0.2, 1e-6, 0.99, err)) ||
-	    (rc = mu_cfg_str(cfg, "solver", "als", solvers, err)) ||
-	    (rc = mu_cfg_int(cfg, "rank", 10, 1, 1024, err)) ||
-	    (rc = mu_cfg_real(cfg, "lambda", 0.1, 0, 1e9, err)) ||
-	    (rc = mu_cfg_str(cfg, "lambda_scale", "count", scales, err)) ||
-	    (rc = mu_cfg_real(cfg, "lr", 0.01, 0, 1e3, err)) ||
-	    (rc = mu_cfg_real(cfg, "init_scale", 0.1, 0, 1e6, err)) ||
-	    (rc = mu_cfg_int(cfg, "workers", 1, 1, 1024, err)))
+	if ((rc = mu_cfg_apply(cfg, mf_keys, json_object_get(cfg, "data") != NULL, "mf", err)))
 		return rc;
-	mu_cfg_drop_synthetic(cfg, mf_synth_keys, real);
 	if (mu_get_int(cfg, "workers") > 1 && strcmp(mu_get_str(cfg, "solver"), "sgd"))
 		return scar_error_set(err, SCAR_EINVAL,
 				      "mf: 'workers' above 1 needs solver \"sgd\" (ALS solves its rows in parallel already)");
@@ -1094,6 +1072,7 @@ const struct scar_model_def scar_model_mf = {
 	.heldout_name = "test_rmse",
 	.heldout_higher_better = 0,
 	.configure = mf_configure,
+	.keys = mf_keys,
 	.create = mf_create,
 	.init_state = mf_init_state,
 	.step = mf_step,

@@ -21,38 +21,19 @@
  * so checkpoints keep their layout), "order" u32 [n] (the data order of the
  * last epoch), "epoch" u64 [1].
  *
- * Configuration keys (type, default: meaning):
- *   seed          integer, 1: the data orders (keyed by seed and epoch) and initial weights
- *   data_seed     integer, = seed: the synthetic data set
- *   data          string, absent: a directory holding the IDX files
- *                 train-images-idx3-ubyte, train-labels-idx1-ubyte,
- *                 t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (each
- *                 optionally .gz; Fashion-MNIST, MNIST), or a LIBSVM file;
- *                 absent = synthetic Gaussian classes
- *   train_images, train_labels, test_images, test_labels
- *                 string, absent: IDX files named one by one (instead of data)
- *   test_data     string, absent: the LIBSVM test file when data is LIBSVM.
- *                 Class ids come from the training file alone (its distinct
+ * Configuration keys: mlr_keys below (scar-train --list-keys mlr). Notes:
+ *   data          a directory holding the IDX files train-images-idx3-ubyte,
+ *                 train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
+ *                 t10k-labels-idx1-ubyte (each optionally .gz; Fashion-MNIST,
+ *                 MNIST), or a LIBSVM file
+ *   test_data     class ids come from the training file alone (its distinct
  *                 labels, sorted); the test file may lack some of them, and
  *                 a test label the training file does not have is refused
  *                 (file:line): the model has no class for it, and the
  *                 weights' shape must not depend on the test file
- *   test_frac     real, 0.1: without a test file (LIBSVM without test_data,
- *                 IDX without test_images), the fraction of the examples
- *                 held out as the test set, drawn by data_seed
- *   n             integer, 5000: synthetic training examples
- *   n_test        integer, 1000: synthetic test examples
- *   d             integer, 20: synthetic features; with a LIBSVM file, the
- *                 feature count (default: its largest index), and an index
- *                 above d in the training or test file is refused
- *                 (file:line); not for IDX data
- *   classes       integer, 5: synthetic classes
- *   sep           real, 1.0: synthetic class-mean spread (means ~ N(0, sep^2 I))
- *   batch         integer, 128: minibatch size
- *   lr            real, 0.2: initial learning rate
- *   lr_decay      real, 0.3: learning-rate decay per epoch
- *   l2            real, 0.0001: L2 penalty on the (non-bias) weights
- *   init_scale    real, 0: initial weights ~ N(0, init_scale^2); 0 = zeros
+ *   d             with a LIBSVM file, the feature count (default: its
+ *                 largest index), and an index above d in the training or
+ *                 test file is refused (file:line); not for IDX data
  * With real data, n, n_test, classes and sep are refused and get no
  * default, so the configuration holds nothing that is not in effect; the
  * sizes taken from the data are in the header event's "effective".
@@ -93,50 +74,41 @@ struct scar_model {
 	const float **xs;	/* batch rows of the minibatch */
 };
 
-static const char *const mlr_keys[] = {
-	"seed", "data_seed", "data", "train_images", "train_labels", "test_images",
-	"test_labels", "test_data", "test_frac", "n", "n_test", "d", "classes", "sep", "batch", "lr",
-	"lr_decay", "l2", "init_scale", NULL
+/* In the order configure() adds the defaults: the header's order of keys. */
+static const struct scar_model_key mlr_keys[] = {
+	MU_SEEDS("the data orders (keyed by seed and epoch) and the initial weights",
+		 "the synthetic data set and the held-out split"),
+	MU_PATH("data", "an IDX directory or a LIBSVM file; absent: synthetic Gaussian classes"),
+	MU_PATH("train_images", "IDX training images, named one by one (instead of data)"),
+	MU_PATH("train_labels", "IDX training labels (with train_images)"),
+	MU_PATH("test_images", "IDX test images (with test_labels)"),
+	MU_PATH("test_labels", "IDX test labels (with test_images)"),
+	MU_PATH("test_data", "the LIBSVM test file, when data is a LIBSVM file"),
+	MU_REAL("test_frac", 0.1, 1e-6, 0.9, "without a test file, the fraction held out for the test set"),
+	MU_INT("batch", 128, 1, 1 << 20, "minibatch size"),
+	MU_REAL("lr", 0.2, 0, 1e6, "initial learning rate"),
+	MU_REAL("lr_decay", 0.3, 0, 1e6, "learning-rate decay per epoch: lr / (1 + lr_decay epoch)"),
+	MU_REAL("l2", 1e-4, 0, 1e6, "L2 penalty on the weights (not the biases)"),
+	MU_REAL("init_scale", 0, 0, 1e6, "initial weights ~ N(0, init_scale^2); 0: zeros"),
+	MU_SYNTH_INT("n", 5000, 1, INT32_MAX, "synthetic training examples"),
+	MU_SYNTH_INT("n_test", 1000, 0, INT32_MAX, "synthetic test examples"),
+	{ .name = "d", .type = SCAR_KEY_INT, .flags = SCAR_KEY_SYNTH_DEFAULT, .int_def = 20,
+	  .int_min = 1, .int_max = 1 << 20,
+	  .help = "synthetic features; with a LIBSVM file, the feature count (default: its largest index)" },
+	MU_SYNTH_INT("classes", 5, 2, 1 << 16, "synthetic classes"),
+	MU_SYNTH_REAL("sep", 1.0, 0, 1e6, "synthetic class-mean spread: means ~ N(0, sep^2 I)"),
+	MU_END
 };
-
-/* Keys of the synthetic generator only. */
-static const char *const mlr_synth_keys[] = { "n", "n_test", "classes", "sep", NULL };
 
 static int mlr_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc, real;
-
-	if ((rc = mu_cfg_known(cfg, mlr_keys, "mlr", err)))
-		return rc;
-	if ((rc = mu_cfg_seeds(cfg, err)) ||
-	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
-	    (rc = mu_cfg_str(cfg, "train_images", NULL, NULL, err)) ||
-	    (rc = mu_cfg_str(cfg, "train_labels", NULL, NULL, err)) ||
-	    (rc = mu_cfg_str(cfg, "test_images", NULL, NULL, err)) ||
-	    (rc = mu_cfg_str(cfg, "test_labels", NULL, NULL, err)) ||
-	    (rc = mu_cfg_str(cfg, "test_data", NULL, NULL, err)) ||
-	    (rc = mu_cfg_real(cfg, "test_frac", 0.1, 1e-6, 0.9, err)) ||
-	    (rc = mu_cfg_int(cfg, "batch", 128, 1, 1 << 20, err)) ||
-	    (rc = mu_cfg_real(cfg, "lr", 0.2, 0, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "lr_decay", 0.3, 0, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "l2", 1e-4, 0, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "init_scale", 0, 0, 1e6, err)))
-		return rc;
-	real = json_object_get(cfg, "data") || json_object_get(cfg, "train_images") ||
+	int rc, real = json_object_get(cfg, "data") || json_object_get(cfg, "train_images") ||
 		json_object_get(cfg, "train_labels");
-	if ((rc = mu_cfg_synthetic(cfg, mlr_synth_keys, real, "mlr", err)))
+
+	if ((rc = mu_cfg_apply(cfg, mlr_keys, real, "mlr", err)))
 		return rc;
 	if (!real && json_object_get(cfg, "test_data"))
 		return scar_error_set(err, SCAR_EINVAL, "mlr: 'test_data' goes with a LIBSVM 'data' file");
-	if (!real && ((rc = mu_cfg_int(cfg, "n", 5000, 1, INT32_MAX, err)) ||
-		      (rc = mu_cfg_int(cfg, "n_test", 1000, 0, INT32_MAX, err)) ||
-		      (rc = mu_cfg_int(cfg, "d", 20, 1, 1 << 20, err)) ||
-		      (rc = mu_cfg_int(cfg, "classes", 5, 2, 1 << 16, err)) ||
-		      (rc = mu_cfg_real(cfg, "sep", 1.0, 0, 1e6, err))))
-		return rc;
-	/* With real data d stays absent unless given: the data's own count. */
-	if (real && json_object_get(cfg, "d") && (rc = mu_cfg_int(cfg, "d", 0, 1, 1 << 20, err)))
-		return rc;
 	if (!!json_object_get(cfg, "train_images") != !!json_object_get(cfg, "train_labels") ||
 	    !!json_object_get(cfg, "test_images") != !!json_object_get(cfg, "test_labels"))
 		return scar_error_set(err, SCAR_EINVAL,
@@ -1099,6 +1071,7 @@ const struct scar_model_def scar_model_mlr = {
 	.heldout_name = "test_accuracy",
 	.heldout_higher_better = 1,
 	.configure = mlr_configure,
+	.keys = mlr_keys,
 	.create = mlr_create,
 	.init_state = mlr_init_state,
 	.step = mlr_step,

@@ -21,20 +21,10 @@
  * State: param "w" f64 [d, 1] (one row per feature). No worker state: the
  * update is deterministic.
  *
- * Configuration keys (type, default: meaning):
- *   seed        integer, 1: draws of the initial weights (init_scale > 0)
- *   data_seed   integer, = seed: the synthetic data set
- *   data        string, absent: a LIBSVM/svmlight file of real targets;
- *               absent = the synthetic planted linear model below
- *   n           integer, 1000: synthetic examples
- *   d           integer, 50: synthetic features (at most 2048 in any case:
- *               the Hessian is formed and solved densely; a LIBSVM file
- *               with more features is refused, SCAR_EUNSUPPORTED)
- *   noise       real, 0.1: synthetic target noise standard deviation
- *   lambda      real, 0.01: L2 penalty (> 0 keeps H positive definite)
- *   eta         real, 0: step size; 0 = 1 / lambda_max (the usual 1/L); at
- *               2 / lambda_max or more c >= 1 and the iteration diverges
- *   init_scale  real, 0: w(0) ~ N(0, init_scale^2) per weight; 0 = zeros
+ * Configuration keys: ridge_keys below (scar-train --list-keys ridge). d is
+ * at most 2048 in any case: the Hessian is formed and solved densely; a
+ * LIBSVM file with more features is refused (SCAR_EUNSUPPORTED). At eta
+ * 2 / lambda_max or more c >= 1 and the iteration diverges.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -59,25 +49,21 @@ struct scar_model {
 	double *r;		/* n scratch: residuals */
 };
 
-static const char *const ridge_keys[] = {
-	"seed", "data_seed", "data", "n", "d", "noise", "lambda", "eta", "init_scale", NULL
+static const struct scar_model_key ridge_keys[] = {
+	MU_SEEDS("draws of the initial weights (with init_scale > 0)", "the synthetic data set"),
+	MU_PATH("data", "a LIBSVM/svmlight file of real targets; absent: a planted linear model"),
+	MU_INT("n", 1000, 1, INT32_MAX, "synthetic examples"),
+	MU_INT("d", 50, 1, RIDGE_MAX_D, "synthetic features"),
+	MU_REAL("noise", 0.1, 0, 1e6, "synthetic target noise standard deviation"),
+	MU_REAL("lambda", 0.01, 0, 1e12, "L2 penalty (> 0 keeps the Hessian positive definite)"),
+	MU_REAL("eta", 0, 0, 1e12, "step size; 0: 1 / lambda_max, the usual 1/L"),
+	MU_REAL("init_scale", 0, 0, 1e6, "w(0) ~ N(0, init_scale^2) per weight; 0: zeros"),
+	MU_END
 };
 
 static int ridge_configure(json_t *cfg, struct scar_error *err)
 {
-	int rc;
-
-	if ((rc = mu_cfg_known(cfg, ridge_keys, "ridge", err)) ||
-	    (rc = mu_cfg_seeds(cfg, err)) ||
-	    (rc = mu_cfg_str(cfg, "data", NULL, NULL, err)) ||
-	    (rc = mu_cfg_int(cfg, "n", 1000, 1, INT32_MAX, err)) ||
-	    (rc = mu_cfg_int(cfg, "d", 50, 1, RIDGE_MAX_D, err)) ||
-	    (rc = mu_cfg_real(cfg, "noise", 0.1, 0, 1e6, err)) ||
-	    (rc = mu_cfg_real(cfg, "lambda", 0.01, 0, 1e12, err)) ||
-	    (rc = mu_cfg_real(cfg, "eta", 0, 0, 1e12, err)) ||
-	    (rc = mu_cfg_real(cfg, "init_scale", 0, 0, 1e6, err)))
-		return rc;
-	return 0;
+	return mu_cfg_apply(cfg, ridge_keys, 0, "ridge", err);
 }
 
 static void ridge_free(struct scar_model *m)
@@ -538,6 +524,7 @@ const struct scar_model_def scar_model_ridge = {
 	.heldout_name = NULL,
 	.heldout_higher_better = 0,
 	.configure = ridge_configure,
+	.keys = ridge_keys,
 	.create = ridge_create,
 	.init_state = ridge_init_state,
 	.step = ridge_step,

@@ -25,28 +25,6 @@ extern const struct scar_model_def scar_model_mlr, scar_model_ridge, scar_model_
 
 /* ---- config ---- */
 
-/* Fail with SCAR_EINVAL naming the first key of cfg not in the NULL-terminated list. */
-static inline int mu_cfg_known(json_t *cfg, const char *const *keys, const char *model,
-			       struct scar_error *err)
-{
-	const char *k;
-	json_t *v;
-
-	if (!json_is_object(cfg))
-		return scar_error_set(err, SCAR_EINVAL, "%s: configuration is not an object", model);
-	json_object_foreach(cfg, k, v) {
-		size_t i;
-
-		for (i = 0; keys[i]; i++)
-			if (strcmp(keys[i], k) == 0)
-				break;
-		if (!keys[i])
-			return scar_error_set(err, SCAR_EINVAL, "%s: unknown configuration key '%s'",
-					      model, k);
-	}
-	return 0;
-}
-
 /* An integer key in [lo, hi]; absent = def (stored back). */
 static inline int mu_cfg_int(json_t *cfg, const char *key, json_int_t def, json_int_t lo,
 			     json_int_t hi, struct scar_error *err)
@@ -123,29 +101,6 @@ static inline int mu_cfg_str(json_t *cfg, const char *key, const char *def,
 	return 0;
 }
 
-/*
- * A generator's own keys (NULL-terminated) with real data (real nonzero):
- * one of them set is SCAR_EINVAL, for it would be ignored. Call before the
- * defaults go in, and mu_cfg_drop_synthetic after, so that the recorded
- * configuration holds nothing that is not in effect.
- */
-static inline int mu_cfg_synthetic(const json_t *cfg, const char *const *keys, int real,
-				   const char *model, struct scar_error *err)
-{
-	for (size_t i = 0; real && keys[i]; i++)
-		if (json_object_get(cfg, keys[i]))
-			return scar_error_set(err, SCAR_EINVAL,
-					      "%s: key '%s' is for synthetic data; the data set fixes it",
-					      model, keys[i]);
-	return 0;
-}
-
-static inline void mu_cfg_drop_synthetic(json_t *cfg, const char *const *keys, int real)
-{
-	for (size_t i = 0; real && keys[i]; i++)
-		json_object_del(cfg, keys[i]);
-}
-
 /* Readers for a configured object (keys are known to be present and typed). */
 static inline int64_t mu_get_int(const json_t *cfg, const char *key)
 {
@@ -163,15 +118,108 @@ static inline const char *mu_get_str(const json_t *cfg, const char *key)
 	return json_string_value(json_object_get(cfg, key));
 }
 
-/* The common "seed" and "data_seed" keys: seed default 1, data_seed default = seed. */
-static inline int mu_cfg_seeds(json_t *cfg, struct scar_error *err)
+/*
+ * SCAR_EINVAL naming the first key of cfg that is not in the table, with
+ * the nearest key as a "did you mean" or else the table's keys.
+ */
+static inline int mu_cfg_known(json_t *cfg, const struct scar_model_key *keys,
+			       const char *model, struct scar_error *err)
 {
-	int rc = mu_cfg_int(cfg, "seed", 1, 0, INT64_MAX, err);
+	const char *k, *names[64];
+	size_t n = 0, near;
+	json_t *v;
 
-	if (!rc)
-		rc = mu_cfg_int(cfg, "data_seed", mu_get_int(cfg, "seed"), 0, INT64_MAX, err);
-	return rc;
+	if (!json_is_object(cfg))
+		return scar_error_set(err, SCAR_EINVAL, "%s: configuration is not an object", model);
+	for (n = 0; keys[n].name && n < sizeof(names) / sizeof(*names); n++)
+		names[n] = keys[n].name;
+	json_object_foreach(cfg, k, v) {
+		size_t i, len = 0;
+		char list[400];
+
+		for (i = 0; i < n; i++)
+			if (strcmp(names[i], k) == 0)
+				break;
+		if (i < n)
+			continue;
+		if ((near = scar_name_nearest(k, names, n)) < n)
+			return scar_error_set(err, SCAR_EINVAL,
+					      "%s: unknown configuration key '%s'; did you mean '%s'?",
+					      model, k, names[near]);
+		list[0] = 0;
+		for (i = 0; i < n && len < sizeof(list); i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
+						names[i]);
+		return scar_error_set(err, SCAR_EINVAL, "%s: unknown configuration key '%s' (its keys: %s)",
+				      model, k, list);
+	}
+	return 0;
 }
+
+/*
+ * Configure cfg by the model's key table (scar/model.h): refuse an
+ * unknown key; then, in table order, with real data (real nonzero) a key
+ * of the synthetic generator, which would be ignored, and every key's
+ * value of the wrong type or out of range, and add the defaults, so that
+ * the recorded configuration is complete and holds nothing that is not in
+ * effect.
+ */
+static inline int mu_cfg_apply(json_t *cfg, const struct scar_model_key *keys, int real,
+			       const char *model, struct scar_error *err)
+{
+	int rc;
+
+	if ((rc = mu_cfg_known(cfg, keys, model, err)))
+		return rc;
+	for (const struct scar_model_key *k = keys; k->name; k++) {
+		int given = json_object_get(cfg, k->name) != NULL;
+
+		if (given && real && (k->flags & SCAR_KEY_SYNTHETIC))
+			return scar_error_set(err, SCAR_EINVAL,
+					      "%s: key '%s' is for synthetic data; the data set fixes it",
+					      model, k->name);
+		if (!given && ((k->flags & SCAR_KEY_OPTIONAL) ||
+			       (real && (k->flags & (SCAR_KEY_SYNTHETIC | SCAR_KEY_SYNTH_DEFAULT)))))
+			continue;
+		switch (k->type) {
+		case SCAR_KEY_INT:
+			rc = mu_cfg_int(cfg, k->name, k->def_key ? mu_get_int(cfg, k->def_key) : k->int_def,
+					k->int_min, k->int_max, err);
+			break;
+		case SCAR_KEY_REAL:
+			rc = mu_cfg_real(cfg, k->name, k->real_def, k->real_min, k->real_max, err);
+			break;
+		default:
+			rc = mu_cfg_str(cfg, k->name, k->str_def, k->choices, err);
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Table entries (scar/model.h): a key with a default, one without, one of the generator. */
+#define MU_INT(nm, def, lo, hi, h) \
+	{ .name = nm, .type = SCAR_KEY_INT, .int_def = def, .int_min = lo, .int_max = hi, .help = h }
+#define MU_REAL(nm, def, lo, hi, h) \
+	{ .name = nm, .type = SCAR_KEY_REAL, .real_def = def, .real_min = lo, .real_max = hi, .help = h }
+#define MU_STR(nm, def, ch, h) \
+	{ .name = nm, .type = SCAR_KEY_STRING, .str_def = def, .choices = ch, .help = h }
+#define MU_PATH(nm, h) \
+	{ .name = nm, .type = SCAR_KEY_STRING, .flags = SCAR_KEY_OPTIONAL, .help = h }
+#define MU_SYNTH_INT(nm, def, lo, hi, h) \
+	{ .name = nm, .type = SCAR_KEY_INT, .flags = SCAR_KEY_SYNTHETIC, .int_def = def, \
+	  .int_min = lo, .int_max = hi, .help = h }
+#define MU_SYNTH_REAL(nm, def, lo, hi, h) \
+	{ .name = nm, .type = SCAR_KEY_REAL, .flags = SCAR_KEY_SYNTHETIC, .real_def = def, \
+	  .real_min = lo, .real_max = hi, .help = h }
+/* The common "seed" and "data_seed" keys: seed default 1, data_seed default = seed. */
+#define MU_SEEDS(seed_help, data_seed_help) \
+	MU_INT("seed", 1, 0, INT64_MAX, seed_help), \
+	{ .name = "data_seed", .type = SCAR_KEY_INT, .def_key = "seed", .int_min = 0, \
+	  .int_max = INT64_MAX, .help = data_seed_help }
+#define MU_END { .name = NULL }
 
 /* ---- state ---- */
 

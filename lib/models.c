@@ -47,3 +47,17 @@ int scar_model_configure(const char *model, const json_t *config, json_t **out,
 		*out = c;
 	return rc;
 }
+
+const struct scar_model_key *scar_model_key_find(const struct scar_model_def *def,
+						 const char *name)
+{
+	for (const struct scar_model_key *k = def && name ? def->keys : NULL; k && k->name; k++)
+		if (strcmp(k->name, name) == 0)
+			return k;
+	return NULL;
+}
+
+const char *scar_key_type_name(enum scar_key_type t)
+{
+	return t == SCAR_KEY_INT ? "integer" : t == SCAR_KEY_REAL ? "real" : "string";
+}

@@ -130,7 +130,8 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 	if (o->shards < 1 || o->shards > SCAR_MAX_SHARDS)
 		return scar_error_set(err, SCAR_EINVAL, "shard count %u is not in [1, %u]",
 				      o->shards, SCAR_MAX_SHARDS);
-	if (o->cost_window < 1 || o->cost_window > N)
+	/* -n 0 (the header and the starting state) has no window, and needs none without a cost */
+	if (o->cost_window < 1 || (o->measure_cost && o->cost_window > N))
 		return scar_error_set(err, SCAR_EINVAL, "cost window %llu is not in 1..%llu (the iterations)",
 				      (unsigned long long)o->cost_window, (unsigned long long)N);
 	for (size_t i = 0; i < o->nfail_at; i++)
@@ -156,9 +157,25 @@ int scar_train_check_opts(const struct scar_train_opts *o, const struct scar_mod
 	return scar_train_check_schedule(o, err);
 }
 
+/* The caller's progress callback, told that the run is the reference. */
+struct reference_progress {
+	void (*fn)(const struct scar_train_progress *p, void *arg);
+	void *arg;
+};
+
+static void reference_progress(const struct scar_train_progress *p, void *arg)
+{
+	const struct reference_progress *rp = arg;
+	struct scar_train_progress q = *p;
+
+	q.reference = 1;
+	rp->fn(&q, rp->arg);
+}
+
 int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *core, double **ref,
 			 size_t *nref, struct scar_error *err)
 {
+	struct reference_progress rp = { o->progress, o->progress_arg };
 	struct scar_train_opts ro = *o;
 	struct scar_train_result rr;
 	int rc;
@@ -194,7 +211,9 @@ int scar_train_reference(const struct scar_train_opts *o, scar_train_core_fn *co
 	ro.fail_prob = 0;
 	ro.measure_cost = 0;
 	ro.events = NULL;
-	ro.progress = NULL;
+	/* Say so: the reference may take as long as the run. */
+	ro.progress = o->progress ? reference_progress : NULL;
+	ro.progress_arg = &rp;
 	ro.resume = NULL;
 	if ((rc = core(&ro, &rr, err, ref, nref)))
 		return rc;
@@ -917,11 +936,30 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 	return (rc = agree(c, rc)) ? rc : agree(c, record_iteration(c, 0, 1));
 }
 
+/* Tell opts->progress where the run is (rank 0). */
+static void progress(const struct scar_train_ctx *c, const struct scar_train_cost *ci,
+		     uint64_t start, uint64_t limit)
+{
+	struct scar_train_progress p = { 0 };
+
+	if (!c->o->progress || c->R != 0)
+		return;
+	p.clock = c->clock;
+	p.start = start;
+	p.iters = c->o->iters;
+	p.limit = limit;
+	p.target = ci->have ? ci->target : NAN;
+	p.objective = c->res->final_objective;
+	p.objective_name = c->def->objective_name;
+	c->o->progress(&p, c->o->progress_arg);
+}
+
 int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, int *done)
 {
 	const struct scar_train_opts *o = c->o;
 	uint64_t N = o->iters, period = scar_train_policy_period(o);
 	uint64_t limit = o->measure_cost ? N + (o->cost_cap ? o->cost_cap : N) : N;
+	uint64_t start = c->clock;
 	size_t nprev = c->st->ntensors;
 	void **prev = calloc(nprev, sizeof(*prev));	/* per tensor: param values before the step */
 	int rc = 0;
@@ -933,6 +971,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 	if ((rc = agree(c, rc)))
 		goto out;
+	progress(c, ci, c->clock, limit);
 	while (!*done && c->clock < limit) {
 		struct scar_state *st = c->st;
 		double step2 = 0;
@@ -968,8 +1007,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		/* Background checkpoints that became durable: their events, in order. */
 		if (c->ops->collect && (rc = c->ops->collect(c, 0)))
 			goto out;
-		if (o->progress && c->R == 0)
-			o->progress(c->clock, limit, o->progress_arg);
+		progress(c, ci, start, limit);
 		if (o->measure_cost && ci->have && c->clock >= N && c->clock >= c->cost_clock &&
 		    reached(c->def, smoothed(c->obj, c->clock, o->cost_window), ci->target))
 			*done = 1;

@@ -172,7 +172,7 @@ int cmd_export(int argc, char **argv)
 	while ((c = cli_command_getopt(argc, argv, ":ho:", export_opts)) != -1) {
 		switch (c) {
 		case OPT_FORMAT: fmt = parse_format(optarg); break;
-		case 'o': out_path = optarg; break;
+		case 'o': cli_check_path_arg("--output", optarg, "standard output"); out_path = optarg; break;
 		case OPT_ROWS: cli_parse_rows("--rows", optarg, &a, &b); break;
 		case OPT_SHARD: shard = cli_parse_shard("--shard", optarg); break;
 		case OPT_TENSOR: tname = optarg; break;
@@ -215,7 +215,16 @@ int cmd_export(int argc, char **argv)
 			break;
 	if (k == in->ntensors) {
 		if (tname) {
-			cli_warn("no tensor '%s' in '%s'", tname, path);
+			const char **names = xmalloc((in->ntensors + 1) * sizeof(*names));
+			size_t near;
+
+			for (k = 0; k < in->ntensors; k++)
+				names[k] = in->tensors[k].name;
+			if ((near = scar_name_nearest(tname, names, in->ntensors)) < in->ntensors)
+				cli_warn("no tensor '%s' in '%s'; did you mean '%s'?", tname, path, names[near]);
+			else
+				cli_warn("no tensor '%s' in '%s'", tname, path);
+			free(names);
 			list_tensors(in);
 		} else {
 			cli_warn("'%s' has %zu tensors: choose one with --tensor, or export them all "

@@ -450,7 +450,7 @@ int cmd_import(int argc, char **argv)
 			name = optarg;
 			break;
 		case OPT_NO_SYNC: sync = 0; break;
-		case 'o': out = optarg; break;
+		case 'o': cli_check_path_arg("--output", optarg, "standard output"); out = optarg; break;
 		case OPT_ROLE:
 			io.role = scar_role_parse(optarg);
 			if (!io.role)

@@ -7,9 +7,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "scar/arrayfile.h"
 #include "scar/file.h"
 
 const char *cli_progname = "scar";
@@ -20,6 +23,14 @@ static int dying;
 
 /* Set on all but one of several identical processes (MPI ranks). */
 static int usage_quiet;
+
+/* Run before any message: takes a progress line off the terminal. */
+static void (*before_message)(void);
+
+void cli_set_message_hook(void (*fn)(void))
+{
+	before_message = fn;
+}
 
 void cli_quiet_usage_errors(void)
 {
@@ -53,6 +64,8 @@ static void vmsg(const char *fmt, va_list ap)
 {
 	char buf[2048];
 
+	if (before_message)
+		before_message();
 	fflush(stdout);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	fprintf(stderr, "%s: ", cli_progname);
@@ -224,9 +237,83 @@ void cli_refuse_tty_stdin(void)
 		cli_usage_error("no input: give a file, or pipe a checkpoint into stdin");
 }
 
-int cli_progress_ok(void)
+int cli_progress_ok(int stdout_busy)
 {
-	return isatty(STDERR_FILENO);
+	struct stat o, e;
+
+	if (!isatty(STDERR_FILENO))
+		return 0;
+	/* one terminal for both: the line would cut into the output */
+	return !(stdout_busy && isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &o) == 0 &&
+		 fstat(STDERR_FILENO, &e) == 0 && o.st_dev == e.st_dev && o.st_ino == e.st_ino);
+}
+
+int cli_terminal_width(void)
+{
+	struct winsize w;
+
+	return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 ? w.ws_col : 80;
+}
+
+void cli_check_path_arg(const char *opt, const char *path, const char *dash)
+{
+	struct stat sb;
+
+	if (path[0] != '-' || !path[1] || lstat(path, &sb) == 0)
+		return;
+	if (dash)
+		cli_usage_error("option '%s' takes a path ('-' for %s), not '%s', which looks like an "
+				"option; for a file of that name write './%s'", opt, dash, path, path);
+	cli_usage_error("option '%s' takes a path, not '%s', which looks like an option; for a "
+			"file of that name write './%s'", opt, path, path);
+}
+
+/* path with its .npy or .safetensors suffix turned into .ckpt, for a command to suggest */
+static void ckpt_name(const char *path, char *out, size_t n)
+{
+	const char *base = strrchr(path, '/'), *dot;
+	size_t stem;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	stem = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+	snprintf(out, n, "%.*s.ckpt", (int)(stem < 200 ? stem : 200), base);
+}
+
+void cli_hint_not_checkpoint(const char *path, int resume)
+{
+	char head[64], out[256];
+	ssize_t n;
+	int fd, kind;
+
+	if (cli_is_stdio(path))
+		return;
+	ckpt_name(path, out, sizeof(out));
+	if ((kind = scar_array_sniff_file(path))) {
+		const char *what = kind == SCAR_ARRAY_NPY ? "a NumPy .npy array" : "a safetensors file";
+
+		if (!resume)
+			cli_warn("'%s' is %s; 'scar-ckpt import -o %s %s' makes a checkpoint of it",
+				 path, what, out, path);
+		else if (kind == SCAR_ARRAY_NPY)	/* one array: the model and its name are not in it */
+			cli_warn("'%s' is %s, not a checkpoint; 'scar-ckpt import --model M --name TENSOR "
+				 "-o %s %s' makes one, which --resume takes when it holds all of model "
+				 "M's tensors", path, what, out, path);
+		else
+			cli_warn("'%s' is %s, not a checkpoint; 'scar-ckpt import -o %s %s' makes one, "
+				 "which --resume takes when it holds all of a model's tensors (as "
+				 "'scar-ckpt export --format safetensors' writes them)", path, what, out, path);
+		return;
+	}
+	/* an event stream given for a checkpoint: its first record names the format */
+	if ((fd = scar_open_input(path, SCAR_OPEN_REGULAR, NULL)) < 0)
+		return;
+	n = scar_read_upto(fd, head, sizeof(head) - 1);
+	close(fd);
+	head[n > 0 ? n : 0] = 0;
+	if (head[0] == '{' && strstr(head, "\"scar-events\""))
+		cli_warn("'%s' is a scar-events stream, not a checkpoint; scar-train's --save and "
+			 "--checkpoint-dir write checkpoints", path);
 }
 
 unsigned cli_default_threads(void)
@@ -252,6 +339,8 @@ void cli_flush_stdout(void)
 	e = errno ? errno : EIO;
 	if (e == EPIPE)
 		_exit(EXIT_TROUBLE);
+	if (before_message)
+		before_message();
 	fprintf(stderr, "%s: cannot write '(stdout)': %s\n", cli_progname, strerror(e));
 	_exit(EXIT_TROUBLE);
 }

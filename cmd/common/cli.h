@@ -59,8 +59,32 @@ int cli_is_stdio(const char *path);
 void cli_refuse_binary_tty(void);
 /* Die unless stdin is not a terminal (for reading a checkpoint from it). */
 void cli_refuse_tty_stdin(void);
-/* Nonzero when progress may be shown: stderr is a terminal. */
-int cli_progress_ok(void);
+/*
+ * Nonzero when progress may be shown: stderr is a terminal, and not the one
+ * stdout writes to when stdout_busy (stdout carries the output).
+ */
+int cli_progress_ok(int stdout_busy);
+/* Columns of the terminal on stderr (80 when unknown). */
+int cli_terminal_width(void);
+/*
+ * fn runs before every message cli prints (and cli_flush_stdout's): to
+ * take a progress line off the terminal first.
+ */
+void cli_set_message_hook(void (*fn)(void));
+
+/*
+ * An option's path that looks like an option ("--resume -n 40": the path
+ * forgotten, "-n" taken for it) is a usage error saying so, unless a file of
+ * that name exists. dash: what "-" means for opt ("standard input"), or
+ * NULL when nothing.
+ */
+void cli_check_path_arg(const char *opt, const char *path, const char *dash);
+/*
+ * After "not a scar checkpoint": when path is a .npy or safetensors file or
+ * an event stream, a second message saying so and what to do; resume: for
+ * scar-train --resume, which needs a whole model.
+ */
+void cli_hint_not_checkpoint(const char *path, int resume);
 /* Most threads --threads takes, and its default: the online cores, at most that. */
 #define CLI_THREADS_MAX 64
 unsigned cli_default_threads(void);

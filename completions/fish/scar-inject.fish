@@ -1,5 +1,17 @@
 # fish completion for scar-inject(1)
 
+# --reset: a kind, or from= and a file.
+function __scar_inject_reset
+    set -l tok (commandline -ct)
+    if string match -q -- 'from=*' $tok
+        for f in (__fish_complete_path (string sub -s 6 -- $tok))
+            echo from=$f
+        end
+    else
+        printf '%s\n' zero random init from=
+    end
+end
+
 complete -c scar-inject -l bitflip-count -x -d 'flip exactly N distinct bits'
 complete -c scar-inject -l bitflip-rate -x -d 'flip each eligible bit with probability P'
 complete -c scar-inject -l bits -x -a 'any sign exponent mantissa' -d 'which bits flip'
@@ -13,7 +25,7 @@ complete -c scar-inject -l noise-rel -x -d 'noise norm relative to the current n
 complete -c scar-inject -l quantize -x -a 'f16 bf16 int8' -d 'round through a smaller format'
 complete -c scar-inject -s q -l quiet -d 'no report on standard error'
 complete -c scar-inject -l report -r -F -d 'write the JSON report to FILE (- for stdout)'
-complete -c scar-inject -l reset -x -a 'zero random init from=' -d 'what lost rows become'
+complete -c scar-inject -l reset -x -a '(__scar_inject_reset)' -d 'what lost rows become'
 complete -c scar-inject -l rows -x -d 'only rows A..B-1 (A:B)'
 complete -c scar-inject -l seed -x -d 'seed of every random choice'
 complete -c scar-inject -l shard -x -d 'only the rows of shard N'

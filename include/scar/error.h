@@ -10,6 +10,7 @@
 #ifndef SCAR_ERROR_H
 #define SCAR_ERROR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -75,6 +76,17 @@ int scar_error_set_at(struct scar_error *e, int code, const char *file,
 int scar_error_set_errno(struct scar_error *e, int errnum, const char *file,
 			 const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/*
+ * For a "did you mean" in a message: the index in cands[0..n) of the name
+ * nearest to name - the fewest insertions, deletions, substitutions and
+ * swaps of neighbouring characters, case ignored - when it is near enough
+ * to be a slip: at most 1 edit for a name of up to 4 bytes, 2 up to 8 and
+ * 3 beyond, and fewer edits than name has bytes. The first of equals; n
+ * when none is near (names over 255 bytes are never near). NULL entries
+ * are skipped.
+ */
+size_t scar_name_nearest(const char *name, const char *const *cands, size_t n);
 
 #ifdef __cplusplus
 }

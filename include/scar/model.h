@@ -21,6 +21,8 @@
 #ifndef SCAR_MODEL_H
 #define SCAR_MODEL_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "scar/error.h"
@@ -70,6 +72,36 @@ struct scar_model_dist {
 	void (*free)(struct scar_dist_model *dm);
 };
 
+/* The type of a configuration key's value. */
+enum scar_key_type {
+	SCAR_KEY_INT,		/* a JSON integer (an integral real such as 7.0 is taken as 7) */
+	SCAR_KEY_REAL,		/* a JSON number */
+	SCAR_KEY_STRING,	/* a JSON string, not empty; one of choices when there are any */
+};
+
+/* struct scar_model_key flags */
+#define SCAR_KEY_SYNTHETIC 1u	/* of the synthetic data generator: refused with real data */
+#define SCAR_KEY_SYNTH_DEFAULT 2u	/* the default only with synthetic data; real data sets it */
+#define SCAR_KEY_OPTIONAL 4u	/* no default: absent unless given (a path) */
+
+/*
+ * One configuration key of a workload. A model's table of them is the one
+ * description of its configuration: its configure() checks the values and
+ * adds the defaults from it, `scar-train --list-keys` prints it, and
+ * scar-train(1) documents it (a test holds the page to the table).
+ */
+struct scar_model_key {
+	const char *name;
+	enum scar_key_type type;
+	unsigned flags;			/* SCAR_KEY_SYNTHETIC ... */
+	int64_t int_def, int_min, int_max;	/* SCAR_KEY_INT */
+	double real_def, real_min, real_max;	/* SCAR_KEY_REAL */
+	const char *str_def;		/* SCAR_KEY_STRING; NULL: no default */
+	const char *const *choices;	/* SCAR_KEY_STRING: NULL-terminated, or NULL: any */
+	const char *def_key;		/* not NULL: the default is this other key's value */
+	const char *help;		/* one line: what the key sets */
+};
+
 struct scar_model_def {
 	const char *name;		/* "mlr" */
 	const char *summary;		/* one line for --help and --list-models */
@@ -82,8 +114,9 @@ struct scar_model_def {
 	 * Validate config (a JSON object) and add every default the model uses,
 	 * so the event header and checkpoint record the complete configuration.
 	 * Common keys: "seed" (integer), "data" (path or absent for the
-	 * built-in synthetic generator). Unknown keys are an error (SCAR_EINVAL
-	 * naming the key).
+	 * built-in synthetic generator). The keys, their types, ranges and
+	 * defaults are those of the table keys (below). Unknown keys are an
+	 * error (SCAR_EINVAL naming the key and the nearest one, or else all).
 	 */
 	int (*configure)(json_t *config, struct scar_error *err);
 
@@ -161,6 +194,13 @@ struct scar_model_def {
 
 	/* The distributed step (above); NULL: the model does not run distributed. */
 	const struct scar_model_dist *dist;
+
+	/*
+	 * Its configuration keys (above), ended by one whose name is NULL, in
+	 * the order configure() adds their defaults. configure() refuses any
+	 * other key.
+	 */
+	const struct scar_model_key *keys;
 };
 
 /* The built-in workloads, NULL-terminated. */
@@ -180,6 +220,13 @@ const struct scar_model_def *scar_model_find(const char *name);
  */
 int scar_model_configure(const char *model, const json_t *config, json_t **out,
 			 struct scar_error *err);
+
+/* The key of def's table called name, or NULL. */
+const struct scar_model_key *scar_model_key_find(const struct scar_model_def *def,
+						 const char *name);
+
+/* "integer", "real" or "string": the name of a key type, for listings. */
+const char *scar_key_type_name(enum scar_key_type t);
 
 #ifdef __cplusplus
 }

@@ -79,6 +79,30 @@ struct scar_train_resume_info {
 	size_t damaged;			/* damaged checkpoints the loader skipped */
 };
 
+/*
+ * What opts->progress is told: once when a run (or its reference) starts,
+ * with clock at its first iteration, then after every iteration.
+ */
+struct scar_train_progress {
+	/*
+	 * 1: the unperturbed reference run that --cost computes first (from
+	 * iteration 0 to iters, whatever the run resumed from); 0: the run.
+	 */
+	int reference;
+	uint64_t clock;		/* iterations executed (the clock) */
+	uint64_t start;		/* the clock this run started at: 0, or a checkpoint's */
+	uint64_t iters;		/* --iters: the clock the run goes to */
+	/*
+	 * The most it may go to: iters, or with --cost iters plus the cap:
+	 * past iters a run measuring its cost goes on until its objective
+	 * reaches target.
+	 */
+	uint64_t limit;
+	double target;		/* the cost's target objective; NAN when none */
+	double objective;	/* at clock */
+	const char *objective_name;	/* "cross_entropy", ... */
+};
+
 /* The checkpoint schedule a state was saved under (scar_train_saved_schedule). */
 struct scar_train_schedule {
 	enum scar_policy policy;
@@ -144,8 +168,8 @@ struct scar_train_opts {
 	FILE *events;			/* JSON lines; NULL = none */
 	int timing;			/* include elapsed/seconds fields (breaks bit-identity) */
 	const char *tool;		/* "scar-train" for the header */
-	/* progress callback, may be NULL: clock, total */
-	void (*progress)(uint64_t clock, uint64_t total, void *arg);
+	/* progress callback (below), may be NULL; called on rank 0 only */
+	void (*progress)(const struct scar_train_progress *p, void *arg);
 	void *progress_arg;
 };
 

@@ -62,7 +62,7 @@ numeric() {
 }
 
 @test "scar-train: hostile numbers for every numeric flag" {
-	numeric 2 2 "scar-train -m ridge -n 2 -q --iters V"
+	numeric 0 2 "scar-train -m ridge -n 2 -q --iters V"	# 0: the header and the starting state
 	numeric 0 2 "scar-train -m ridge -n 2 -q --seed V"
 	numeric 2 2 "scar-train -m ridge -n 2 -q --shards V"
 	numeric 2 2 "scar-train -m ridge -n 2 -q --heldout-every V"

@@ -693,9 +693,81 @@ static void test_registry(void)
 	CHECK(scar_model_find(NULL) == NULL);
 }
 
+/*
+ * The key table is what configure() checks against: the configuration of
+ * {} holds exactly the keys the table gives defaults (synthetic data), with
+ * those defaults; a key outside it is refused with the nearest one named.
+ */
+static void test_key_tables(void)
+{
+	const struct scar_model_def *const *m = scar_models();
+	const char *const cands[] = { "lr", "lr_decay", "l2", "init_scale", "item_factors", "w" };
+	const size_t nc = sizeof(cands) / sizeof(*cands);
+
+	for (; *m; m++) {
+		const struct scar_model_key *k;
+		json_t *c = NULL, *bad;
+		const char *name;
+		json_t *v;
+		size_t nk = 0;
+
+		CHECK((*m)->keys != NULL);
+		CHECK_RC(scar_model_configure((*m)->name, NULL, &c, UNIT_ERR));
+		for (k = (*m)->keys; c && k->name; k++, nk++) {
+			v = json_object_get(c, k->name);
+			CHECK(scar_model_key_find(*m, k->name) == k);
+			CHECK(k->help && *k->help);
+			if (k->flags & SCAR_KEY_OPTIONAL) {
+				CHECK(v == NULL);
+			} else if (k->def_key) {
+				CHECK(json_equal(v, json_object_get(c, k->def_key)));
+			} else if (k->type == SCAR_KEY_INT) {
+				CHECK(json_is_integer(v) && json_integer_value(v) == k->int_def);
+				CHECK(k->int_min <= k->int_def && k->int_def <= k->int_max);
+			} else if (k->type == SCAR_KEY_REAL) {
+				CHECK(json_is_real(v) && json_real_value(v) == k->real_def);
+				CHECK(k->real_min <= k->real_def && k->real_def <= k->real_max);
+			} else {
+				CHECK(json_is_string(v) && strcmp(json_string_value(v), k->str_def) == 0);
+			}
+		}
+		/* nothing but the table's keys */
+		json_object_foreach(c, name, v)
+			CHECK(scar_model_key_find(*m, name) != NULL);
+		CHECK(json_object_size(c) <= nk);
+		json_decref(c);
+		/* a slip names the key meant; a stranger lists them all */
+		bad = json_pack("{s:i}", "sedd", 1);
+		CHECK_CODE(scar_model_configure((*m)->name, bad, NULL, UNIT_ERR), SCAR_EINVAL);
+		CHECK(strstr(unit_err_.msg, "unknown configuration key 'sedd'; did you mean 'seed'?") != NULL);
+		json_decref(bad);
+		bad = json_pack("{s:i}", "learning_rate", 1);
+		CHECK_CODE(scar_model_configure((*m)->name, bad, NULL, UNIT_ERR), SCAR_EINVAL);
+		CHECK(strstr(unit_err_.msg, "(its keys: seed, data_seed, ") != NULL);
+		json_decref(bad);
+	}
+	CHECK(scar_model_key_find(scar_model_find("mf"), "nope") == NULL);
+	CHECK(scar_model_key_find(NULL, "seed") == NULL);
+	CHECK(strcmp(scar_key_type_name(SCAR_KEY_REAL), "real") == 0);
+
+	/* "did you mean": slips of an edit or a swap, case ignored; short names need an exact hit */
+	CHECK(scar_name_nearest("lr_decy", cands, nc) == 1);
+	CHECK(scar_name_nearest("lr_deacy", cands, nc) == 1);	/* a swap is one edit */
+	CHECK(scar_name_nearest("LR", cands, nc) == 0);
+	CHECK(scar_name_nearest("item_factor", cands, nc) == 4);
+	CHECK(scar_name_nearest("init_scal", cands, nc) == 3);
+	CHECK(scar_name_nearest("W", cands, nc) == 5);
+	CHECK(scar_name_nearest("x", cands, nc) == nc);		/* one letter: not a slip of "w" */
+	CHECK(scar_name_nearest("learning_rate", cands, nc) == nc);
+	CHECK(scar_name_nearest("", cands, nc) == nc);
+	CHECK(scar_name_nearest(NULL, cands, nc) == nc);
+	CHECK(scar_name_nearest("lr", NULL, 0) == 0);
+}
+
 int main(void)
 {
 	test_registry();
+	test_key_tables();
 	test_ridge();
 	test_mlr();
 	test_mf();
