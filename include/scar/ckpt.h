@@ -197,6 +197,14 @@ void scar_ckpt_reader_close(struct scar_ckpt_reader *r);
  * it cannot be read.
  */
 int scar_ckpt_verify(const char *path, struct scar_error *err);
+/*
+ * scar_ckpt_verify on up to threads threads (at most 64): on a regular
+ * file the sections are checked side by side, a section each at a time,
+ * holding at most an LZ4 block and its decoded bytes per thread. Damage is
+ * reported exactly as scar_ckpt_verify reports it (the first problem in
+ * file order), found again on one thread.
+ */
+int scar_ckpt_verify_threads(const char *path, unsigned threads, struct scar_error *err);
 
 /*
  * Apply a partial (or full) checkpoint's present rows onto base, in place:
