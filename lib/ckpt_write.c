@@ -823,7 +823,7 @@ static void pool_finish(struct block_pool *p, void *state)
 	pthread_mutex_unlock(&p->mu);
 }
 
-#define BATCH_MAX 16	/* blocks a batch; two batches in flight: memory 2 x 16 x 2 blocks at most */
+#define BATCH_MAX 8	/* blocks a batch, one a thread; two batches in flight: 2 x 8 x 2 blocks at most */
 
 struct sect_ctx {
 	void *fast, *hc;	/* LZ4 and LZ4HC compression states */
@@ -833,7 +833,7 @@ struct sect_ctx {
 	size_t chunk_cap;
 	struct block_pool *pool;	/* NULL: one thread */
 	int pool_failed;
-	size_t batch;			/* blocks per batch with the pool */
+	size_t batch;			/* blocks per batch with the pool: the threads */
 	/* per block of a batch, for the two batches in flight */
 	unsigned char *bsrc[2][BATCH_MAX], *bdst[2][BATCH_MAX];
 	size_t bcap;			/* their size */
@@ -1031,10 +1031,10 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		}
 		/* Threads for a section of several blocks, started at the first such. */
 		if (o->threads > 1 && nblocks > 1 && !sc->pool && !sc->pool_failed) {
-			unsigned nt = o->threads > BATCH_MAX / 2 ? BATCH_MAX / 2 : o->threads;
+			unsigned nt = o->threads > BATCH_MAX ? BATCH_MAX : o->threads;
 
 			if ((sc->pool = pool_new(nt - 1, o->level)))
-				sc->batch = 2 * nt;
+				sc->batch = nt;
 			else
 				sc->pool_failed = 1;	/* fewer threads is slower, not wrong */
 		}
