@@ -1135,8 +1135,9 @@ oom:
 	return scar_error_set(w->err, SCAR_ENOMEM, "out of memory writing tensor '%s'", t->name);
 }
 
-int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
-		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
+/* scar_ckpt_write_fd; writeback: start writing a regular file back as it is written. */
+static int write_fd(const struct scar_state *st, int fd, const char *name,
+		    const struct scar_ckpt_save_opts *opts, int writeback, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
 	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0, 0, 0 };
@@ -1171,7 +1172,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		    (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
 			w.seekable = 1;
 			w.base = (uint64_t)pos;
-			w.writeback = o.sync;
+			w.writeback = writeback;
 		}
 	}
 	w.obuf = malloc(OBUF_LEN);
@@ -1267,24 +1268,32 @@ out:
 	return rc;
 }
 
+int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
+		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
+{
+	return write_fd(st, fd, name, opts, !opts || opts->sync, err);
+}
+
 struct save_job {
 	const struct scar_state *st;
 	const struct scar_ckpt_save_opts *o;
+	int writeback;
 };
 
 static int save_job_run(int fd, const char *name, void *ctx, struct scar_error *err)
 {
 	struct save_job *j = ctx;
 
-	return scar_ckpt_write_fd(j->st, fd, name, j->o, err);
+	return write_fd(j->st, fd, name, j->o, j->writeback, err);
 }
 
 int scar_ckpt_save(const struct scar_state *st, const char *path,
 		   const struct scar_ckpt_save_opts *opts, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
-	struct save_job j = { st, &o };
+	struct save_job j = { st, &o, 0 };
 	const char *base;
+	struct stat sb;
 
 	if (opts)
 		o = *opts;
@@ -1297,6 +1306,13 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 	if (strcmp(path, "-") != 0 && !*base && !scar_file_is_special(path))
 		return scar_error_set_at(err, SCAR_EINVAL, path, -1, -1,
 					 "checkpoint path '%s' names a directory", path);
+	/*
+	 * Writeback starts early when an fsync follows, and when the file
+	 * replaces another: ext4 (auto_da_alloc) and btrfs write a file back
+	 * when it is renamed over another, and the rename would wait for all
+	 * of it.
+	 */
+	j.writeback = o.sync || (stat(path, &sb) == 0 && S_ISREG(sb.st_mode));
 	/* Temporary, fsync, rename, fsync of the directory; a FIFO or device written through. */
 	return scar_file_replace(path, o.sync ? SCAR_REPLACE_SYNC : 0, save_job_run, &j, err);
 }

@@ -40,7 +40,8 @@ struct scar_ckpt_save_opts {
 	int level;		/* LZ4 level as in lz4(1): 0..2 fast (default 0), 3..12 LZ4HC */
 	int sync;		/* fsync file and directory (default 1); on Linux the
 				   file's writeback starts as it is written (sync_file_range),
-				   so that the fsync finds little left */
+				   so that the fsync finds little left; scar_ckpt_save does
+				   that also when the file replaces another */
 	size_t block_size;	/* LZ4 block size: 64K, 256K, 1M or 4M (default 4M); other
 				   values round up to the next of these, at most 4M */
 	unsigned threads;	/* compress a section's blocks on this many threads (default
