@@ -116,7 +116,7 @@ struct wr {
 	struct scar_error *err;
 	int seekable;		/* a regular file: section headers can be patched */
 	uint64_t base;		/* its offset of byte 0 of the checkpoint */
-	int writeback;		/* an fsync follows: start writing back early */
+	int writeback;		/* start writing back early (an fsync or a rename follows) */
 	uint64_t wb_off;	/* bytes whose writeback has been started */
 };
 
@@ -125,7 +125,8 @@ struct wr {
 /*
  * Ask the kernel to start writing back what was written since the last
  * call, every WB_STEP bytes, so that the disk works while the rest is
- * compressed and the final fsync finds little left. Only a start: errors
+ * compressed and the final fsync (or ext4's flush at a rename over
+ * another file) finds little left. Only a start: errors
  * are the fsync's to report (SYNC_FILE_RANGE_WRITE alone does not consume
  * them), and where the call does not exist nothing changes but the speed.
  */
