@@ -157,10 +157,11 @@ valgrind-check: all tests/fault-shim.so
 	SCAR_TEST_WRAPPER='$(VALGRIND)' SCAR_TEST_WRAPPER_MPI='$(VALGRIND_MPI)' bats $(BATS_FLAGS) $(VALGRIND_BATS); st=$$?; \
 	  sh tests/valgrind-report.sh $(VALGRIND_OUT) && exit $$st
 
-# tsan-check: the suites that run threads (scar-train --async), built with
-# ThreadSanitizer, which stops at the first report (halt_on_error). Call it
-# as is: it builds with SANITIZE=thread itself (rebuilding everything).
-TSAN_BATS := tests/bats/async.bats
+# tsan-check: the suites that run threads (scar-train --async, --threads of
+# the writers and of verify and info), built with ThreadSanitizer, which
+# stops at the first report (halt_on_error). Call it as is: it builds with
+# SANITIZE=thread itself (rebuilding everything).
+TSAN_BATS := tests/bats/async.bats tests/bats/threads.bats
 tsan-check:
 	$(MAKE) SANITIZE=thread all tests/fault-shim.so
 	TSAN_OPTIONS=halt_on_error=1 bats $(BATS_FLAGS) $(TSAN_BATS)

@@ -15,12 +15,14 @@
 const struct option info_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
 
 const struct option verify_opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -151,10 +153,12 @@ static const struct cli_command commands[] = {
 	  "  --threads N     compress on N threads (default: the cores); the file is\n"
 	  "                  the same byte for byte\n" },
 	{ "info", cmd_info,
-	  "[--help] [--json] [FILE | -]",
+	  "[--help] [--json] [--threads N] [FILE | -]",
 	  "Show metadata, the tensor table and per-section sizes.",
 	  "  --help          show this help and exit\n"
-	  "  --json          print one JSON object\n" },
+	  "  --json          print one JSON object\n"
+	  "  --threads N     check the sections of a regular file on N threads\n"
+	  "                  (default: the cores)\n" },
 	{ "ls", cmd_ls,
 	  "[--help] [--json] DIR",
 	  "List the checkpoints of a directory: iteration, kind, size, path.",
@@ -184,10 +188,12 @@ static const struct cli_command commands[] = {
 	  "go into DIR/ckpt-N.ckpt; one checkpoint event line goes to stdout, none when\n"
 	  "N is not a checkpoint iteration. The first call writes a full checkpoint.\n" },
 	{ "verify", cmd_verify,
-	  "[--help] [-q] [FILE... | -]",
+	  "[--help] [-q] [--threads N] [FILE... | -]",
 	  "Check structure and every checksum; exit 0 intact, 1 damaged, 2 unreadable.",
 	  "  --help          show this help and exit\n"
-	  "  -q, --quiet     say nothing about intact files\n" },
+	  "  -q, --quiet     say nothing about intact files\n"
+	  "  --threads N     check the sections of a regular file on N threads\n"
+	  "                  (default: the cores); damage is reported the same\n" },
 };
 /* ---- small helpers ---- */
 

@@ -126,6 +126,8 @@ enum ckpt_decode {
 	CKPT_DECODE_BUF,	/* into the reader's buffer, with the row list */
 	CKPT_DECODE_DST,	/* into caller memory of raw_len bytes, no row list */
 	CKPT_DECODE_DISCARD,	/* check every checksum, keep nothing */
+	CKPT_DECODE_SKIP,	/* check the header, pass over the payload (another
+				   thread checks it: ckpt_reader_check_at) */
 };
 
 /*
@@ -154,5 +156,23 @@ uint64_t scar_ckpt_reader_file_size(const struct scar_ckpt_reader *r);
  * some sections and must vouch for the rest (scar-diff). A regular file only.
  */
 int scar_ckpt_reader_check_section(struct scar_ckpt_reader *r, size_t i, struct scar_error *err);
+
+/*
+ * For checking sections on several threads (ckpt_verify.c): a reader of
+ * r's regular file with r's tables, shared read-only, and buffers of its
+ * own; NULL when out of memory. ckpt_reader_check_at checks section no,
+ * whose header the stream passed over (CKPT_DECODE_SKIP) as *si, exactly as
+ * CKPT_DECODE_DISCARD would have. Free with ckpt_reader_worker_free, before r.
+ */
+struct scar_ckpt_reader *ckpt_reader_worker(const struct scar_ckpt_reader *r);
+int ckpt_reader_check_at(struct scar_ckpt_reader *w, size_t no,
+			 const struct scar_ckpt_section_info *si, struct scar_error *err);
+void ckpt_reader_worker_free(struct scar_ckpt_reader *w);
+/*
+ * Replace *r, of a regular file, with a new reader of the same descriptor
+ * from the checkpoint's first byte (standard input too: nothing is
+ * reopened). *r is closed either way; on failure it is NULL.
+ */
+int ckpt_reader_restart(struct scar_ckpt_reader **r, struct scar_error *err);
 
 #endif

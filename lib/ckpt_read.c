@@ -62,6 +62,8 @@ struct scar_ckpt_reader {
 	struct scar_ckpt_section_info *seen;
 	size_t nseen, seen_cap;
 
+	/* What decoding a section writes to: a worker reader has its own
+	 * (ckpt_reader_worker), so a buffer added here must be added there. */
 	unsigned char *raw, *chunk, *scratch;
 	size_t raw_cap, chunk_cap, scratch_cap;
 	uint64_t *rows;
@@ -215,6 +217,27 @@ trunc:
 		c->pos = start;
 	return rerr_at(r, err, SCAR_ETRUNC, c->random ? c->pos : r->off,
 		       "file ends inside the %s", what);
+}
+
+/* Pass over n bytes at the cursor without reading them (a regular file's). */
+static int in_skip(struct scar_ckpt_reader *r, struct cursor *c, uint64_t n,
+		   struct scar_error *err)
+{
+	uint64_t m = r->ilen - r->ipos;
+
+	if (c->random) {
+		c->pos += n;
+		return 0;
+	}
+	if (m > n)
+		m = n;
+	r->ipos += (size_t)m;
+	r->off += m;
+	n -= m;
+	if (n && lseek(r->fd, (off_t)n, SEEK_CUR) < 0)
+		return scar_error_set_errno(err, errno, r->name, "cannot read '%s'", r->name);
+	r->off += n;
+	return 0;
 }
 
 static int grow_buf(unsigned char **p, size_t *cap, size_t need)
@@ -1110,6 +1133,17 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 			       SECARG(&x), (unsigned long long)si.stored_len);
 	if (si.raw_len > SIZE_MAX / 2)
 		return rerr_at(r, err, SCAR_ENOMEM, x.hoff, SECFMT "too large for memory", SECARG(&x));
+	if (mode == CKPT_DECODE_SKIP) {
+		if ((rc = in_skip(r, c, si.stored_len, err)))
+			return rc;
+		*sio = si;
+		if (sec) {
+			memset(sec, 0, sizeof(*sec));
+			sec->info = si;
+			sec->tensor = ti;
+		}
+		return 0;
+	}
 
 	if (mode != CKPT_DECODE_DST)
 		sink = NULL;
@@ -1426,20 +1460,76 @@ int scar_ckpt_reader_section(struct scar_ckpt_reader *r, uint32_t tensor, uint32
 			    CKPT_DECODE_BUF, NULL, sec, &r->index[lo], err);
 }
 
-/* ---- whole files ---- */
+/* ---- checking sections on other threads ---- */
 
-int scar_ckpt_verify(const char *path, struct scar_error *err)
+struct scar_ckpt_reader *ckpt_reader_worker(const struct scar_ckpt_reader *r)
 {
-	struct scar_ckpt_reader *r;
-	int rc = scar_ckpt_reader_open(&r, path, err);
+	struct scar_ckpt_reader *w = malloc(sizeof(*w));
 
-	if (rc)
-		return rc;
-	while ((rc = scar_ckpt_reader_next_mode(r, NULL, CKPT_DECODE_DISCARD, NULL, err)) > 0)
-		;
-	scar_ckpt_reader_close(r);
+	if (!w)
+		return NULL;
+	/* The file, name and tables are r's, only read; nothing of the stream. */
+	*w = *r;
+	w->own_fd = 0;
+	w->ibuf = NULL;
+	w->ipos = w->ilen = 0;
+	w->seen = w->index = NULL;
+	w->nseen = w->seen_cap = w->nindex = 0;
+	w->have_index = 0;
+	w->counts = NULL;
+	w->raw = w->chunk = w->scratch = NULL;
+	w->raw_cap = w->chunk_cap = w->scratch_cap = 0;
+	w->rows = NULL;
+	w->rows_cap = 0;
+	w->dctx = NULL;
+	return w;
+}
+
+int ckpt_reader_check_at(struct scar_ckpt_reader *w, size_t no,
+			 const struct scar_ckpt_section_info *si, struct scar_error *err)
+{
+	struct cursor c = { 1, si->offset + 4 };
+	struct scar_ckpt_section_info out;
+
+	return read_section(w, &c, si->offset, no, si->tensor, si->shard, si->nrows,
+			    CKPT_DECODE_DISCARD, NULL, NULL, &out, err);
+}
+
+void ckpt_reader_worker_free(struct scar_ckpt_reader *w)
+{
+	if (!w)
+		return;
+	free(w->raw);
+	free(w->chunk);
+	free(w->scratch);
+	free(w->rows);
+	LZ4F_freeDecompressionContext(w->dctx);
+	free(w);
+}
+
+int ckpt_reader_restart(struct scar_ckpt_reader **r, struct scar_error *err)
+{
+	struct scar_ckpt_reader *old = *r;
+	int fd = old->fd, own = old->own_fd, rc;
+	char *name = old->name;
+
+	*r = NULL;
+	old->own_fd = 0;
+	old->name = NULL;
+	if (lseek(fd, (off_t)old->base, SEEK_SET) < 0)
+		rc = scar_error_set_errno(err, errno, name, "cannot read '%s'", name);
+	else
+		rc = scar_ckpt_reader_open_fd(r, fd, name, err);
+	scar_ckpt_reader_close(old);
+	if (*r)
+		(*r)->own_fd = own;
+	else if (own)
+		close(fd);
+	free(name);
 	return rc;
 }
+
+/* ---- whole files ---- */
 
 struct load_ctx {
 	struct scar_state *st;

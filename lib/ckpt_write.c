@@ -12,6 +12,9 @@
  * own xxHash-32, several times faster than some liblz4 builds' (see
  * ckpt_xxh32.c). The levels mean what they mean to LZ4F and lz4(1).
  */
+#ifdef __linux__
+#define _GNU_SOURCE	/* sync_file_range(2) */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -113,7 +116,32 @@ struct wr {
 	struct scar_error *err;
 	int seekable;		/* a regular file: section headers can be patched */
 	uint64_t base;		/* its offset of byte 0 of the checkpoint */
+	int writeback;		/* start writing back early (an fsync or a rename follows) */
+	uint64_t wb_off;	/* bytes whose writeback has been started */
 };
+
+#define WB_STEP ((uint64_t)8 << 20)
+
+/*
+ * Ask the kernel to start writing back what was written since the last
+ * call, every WB_STEP bytes, so that the disk works while the rest is
+ * compressed and the final fsync (or ext4's flush at a rename over
+ * another file) finds little left. Only a start: errors
+ * are the fsync's to report (SYNC_FILE_RANGE_WRITE alone does not consume
+ * them), and where the call does not exist nothing changes but the speed.
+ */
+static void wr_writeback(struct wr *w)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (w->writeback && w->off - w->wb_off >= WB_STEP) {
+		(void)sync_file_range(w->fd, (off_t)(w->base + w->wb_off), (off_t)(w->off - w->wb_off),
+				      SYNC_FILE_RANGE_WRITE);
+		w->wb_off = w->off;
+	}
+#else
+	(void)w;
+#endif
+}
 
 static void sec_header(unsigned char *h, uint32_t tidx, uint32_t s, uint32_t flags,
 		       uint64_t nrows, uint64_t raw_len, uint64_t stored_len)
@@ -149,6 +177,7 @@ static int wr_flush(struct wr *w)
 		return wr_fail(w, e);
 	w->off += w->olen;
 	w->olen = 0;
+	wr_writeback(w);
 	return 0;
 }
 
@@ -176,6 +205,7 @@ static int wr_bytes(struct wr *w, const void *p, size_t n)
 	if (e)
 		return wr_fail(w, e);
 	w->off += n;
+	wr_writeback(w);
 	return 0;
 }
 
@@ -577,6 +607,8 @@ struct block_job {
 	size_t n;
 	unsigned char *dst;
 	size_t len;
+	unsigned char *buf;	/* when set (= src), the rows of g are gathered into it first */
+	struct gather g;
 };
 
 /* Compress job with state (LZ4 fast, or LZ4HC for levels 3 to 12). */
@@ -606,11 +638,21 @@ static void *lz4_state_new(int level)
 }
 
 /*
- * Threads that compress a batch of blocks with the writer (opts.threads):
+ * Threads that compress a section's blocks with the writer (opts.threads):
  * blocks are independent in the frame, so each is compressed alone, and
  * the writer puts them out in order: the file is the single-threaded one,
- * byte for byte. The writer thread takes jobs too.
+ * byte for byte. The work goes in rounds of tasks: gather and compress
+ * each block of batch k, and hash batch k-1's raw bytes into the content
+ * checksum (one task: that hash runs through the section in order), while
+ * the writer thread puts batch k-1 out; then it takes tasks too. Batches
+ * k and k-1 use the two halves of the buffers (struct sect_ctx).
  */
+struct hash_task {
+	struct ckpt_xxh32 *content;
+	const struct block_job *blocks;
+	size_t n;			/* blocks to hash; 0 for none */
+};
+
 struct block_pool {
 	pthread_t *th;
 	void **state;			/* one LZ4 state per worker */
@@ -618,27 +660,53 @@ struct block_pool {
 	int level, stop, started;
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
-	unsigned long gen;		/* batches started */
-	struct block_job *jobs;
-	size_t njobs, next, finished;
+	unsigned long gen;		/* rounds started */
+	struct hash_task hash;		/* task 0 of the round when hash.n */
+	struct block_job *jobs;		/* then one task a block */
+	size_t ntasks, next, finished;
 };
 
-/* Take and compress jobs of the current batch until none is left. */
+static void hash_blocks(const struct hash_task *h)
+{
+	for (size_t k = 0; k < h->n; k++)
+		scar_ckpt_xxh32_update(h->content, h->blocks[k].src, h->blocks[k].n);
+}
+
+/* Gather a block's rows (when they are not one run of the tensor), then compress it. */
+static void block_run(struct block_job *j, void *state, int level)
+{
+	if (j->buf) {
+		struct gather g = j->g;
+
+		gather_fill(&g, j->buf, j->n);
+	}
+	block_compress(j, state, level);
+}
+
+/* Take and run tasks of the current round until none is left. */
 static void pool_work(struct block_pool *p, void *state)
 {
 	for (;;) {
+		struct hash_task h;
+		struct block_job *j = NULL;
 		size_t k;
 
 		pthread_mutex_lock(&p->mu);
-		if (p->next == p->njobs) {
+		if (p->next == p->ntasks) {
 			pthread_mutex_unlock(&p->mu);
 			return;
 		}
 		k = p->next++;
+		h = p->hash;
+		if (!h.n || k)
+			j = &p->jobs[h.n ? k - 1 : k];
 		pthread_mutex_unlock(&p->mu);
-		block_compress(&p->jobs[k], state, p->level);
+		if (j)
+			block_run(j, state, p->level);
+		else
+			hash_blocks(&h);
 		pthread_mutex_lock(&p->mu);
-		if (++p->finished == p->njobs)
+		if (++p->finished == p->ntasks)
 			pthread_cond_signal(&p->done);
 		pthread_mutex_unlock(&p->mu);
 	}
@@ -732,31 +800,31 @@ fail:
 	return NULL;
 }
 
-/* Compress jobs[0..n): on the pool's threads and this one, or here alone (p NULL). */
-static void compress_batch(struct block_pool *p, struct block_job *jobs, size_t n, void *state,
-			   int level)
+/* Start a round: hash h (when h.n), then compress jobs[0..n). The workers begin at once. */
+static void pool_start(struct block_pool *p, struct hash_task h, struct block_job *jobs, size_t n)
 {
-	if (!p || n < 2) {
-		for (size_t k = 0; k < n; k++)
-			block_compress(&jobs[k], state, level);
-		return;
-	}
 	pthread_mutex_lock(&p->mu);
+	p->hash = h;
 	p->jobs = jobs;
-	p->njobs = n;
+	p->ntasks = n + (h.n != 0);
 	p->next = p->finished = 0;
 	p->gen++;
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
+}
+
+/* Work on the round with the workers until it is done. */
+static void pool_finish(struct block_pool *p, void *state)
+{
 	pool_work(p, state);
 	pthread_mutex_lock(&p->mu);
-	while (p->finished < p->njobs)
+	while (p->finished < p->ntasks)
 		pthread_cond_wait(&p->done, &p->mu);
-	p->njobs = p->next = p->finished = 0;
+	p->ntasks = p->next = p->finished = 0;
 	pthread_mutex_unlock(&p->mu);
 }
 
-#define BATCH_MAX 16	/* blocks compressed at once: memory 2 x 16 x block size at most */
+#define BATCH_MAX 8	/* blocks a batch, one a thread; two batches in flight: 2 x 8 x 2 blocks at most */
 
 struct sect_ctx {
 	void *fast, *hc;	/* LZ4 and LZ4HC compression states */
@@ -766,8 +834,9 @@ struct sect_ctx {
 	size_t chunk_cap;
 	struct block_pool *pool;	/* NULL: one thread */
 	int pool_failed;
-	size_t batch;			/* blocks per batch: 1, or twice the threads */
-	unsigned char *bsrc[BATCH_MAX], *bdst[BATCH_MAX];	/* per block of a batch */
+	size_t batch;			/* blocks per batch with the pool: the threads */
+	/* per block of a batch, for the two batches in flight */
+	unsigned char *bsrc[2][BATCH_MAX], *bdst[2][BATCH_MAX];
 	size_t bcap;			/* their size */
 };
 
@@ -808,6 +877,117 @@ static unsigned bcode_of(size_t block_size)
 	return b;
 }
 
+/* The two batches' buffers for blocks of bs bytes. */
+static int batch_buffers(struct sect_ctx *sc, size_t bs)
+{
+	for (int b = 0; b < 2; b++)
+		for (size_t k = 0; k < sc->batch; k++) {
+			free(sc->bsrc[b][k]);
+			free(sc->bdst[b][k]);
+			sc->bsrc[b][k] = malloc(bs);
+			sc->bdst[b][k] = malloc(bs + 16);
+			if (!sc->bsrc[b][k] || !sc->bdst[b][k]) {
+				sc->bcap = 0;
+				return SCAR_ENOMEM;
+			}
+		}
+	sc->bcap = bs + 16;
+	return 0;
+}
+
+/* Move g on by n bytes without copying them: where a worker is to gather a block from. */
+static void gather_advance(struct gather *g, size_t n)
+{
+	if (!g->present) {
+		g->r += (g->inrow + n) / g->rb * g->S;
+		g->inrow = (g->inrow + n) % g->rb;
+		return;
+	}
+	while (n && g->r < g->rows) {
+		size_t k = g->rb - g->inrow;
+
+		if (k > n) {
+			g->inrow += n;
+			return;
+		}
+		n -= k;
+		g->inrow = 0;
+		g->r += g->S;
+		gather_skip(g);
+	}
+}
+
+/* Put out compressed blocks: to the file after the *pos staged bytes of sc->out, or into sc->out. */
+static int put_blocks(struct wr *w, struct sect_ctx *sc, const struct block_job *jobs, size_t n,
+		      int stream, size_t *pos, uint64_t *stored_len)
+{
+	int rc;
+
+	if (stream && *pos) {
+		if ((rc = wr_bytes(w, sc->out, *pos)))
+			return rc;
+		*stored_len += *pos;
+		*pos = 0;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (stream) {
+			if ((rc = wr_bytes(w, jobs[k].dst, jobs[k].len)))
+				return rc;
+			*stored_len += jobs[k].len;
+		} else {
+			memcpy(sc->out + *pos, jobs[k].dst, jobs[k].len);
+			*pos += jobs[k].len;
+		}
+	}
+	return 0;
+}
+
+/*
+ * An LZ4 section's blocks on the pool, in rounds (see struct block_pool):
+ * batch k gathered and compressed into one half of the buffers while batch
+ * k-1 is hashed and put out from the other. state is this thread's.
+ */
+static int lz4_rounds(struct wr *w, struct sect_ctx *sc, const unsigned char *data,
+		      struct gather *g, int contiguous, uint64_t raw_len, size_t bs, int stream,
+		      size_t *pos, uint64_t *stored_len, struct ckpt_xxh32 *content, void *state)
+{
+	struct block_job jobs[2][BATCH_MAX];
+	struct hash_task h = { content, NULL, 0 };
+	uint64_t done = 0;
+	int cur = 0, rc = 0;
+
+	do {
+		size_t n = 0;
+
+		for (; n < sc->batch && done < raw_len; n++) {
+			struct block_job *j = &jobs[cur][n];
+
+			j->n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
+			j->dst = sc->bdst[cur][n];
+			if (contiguous) {
+				j->src = data + done;
+				j->buf = NULL;
+			} else {
+				j->src = j->buf = sc->bsrc[cur][n];
+				j->g = *g;
+				gather_advance(g, j->n);
+			}
+			done += j->n;
+		}
+		pool_start(sc->pool, h, jobs[cur], n);
+		if (h.n)
+			rc = put_blocks(w, sc, h.blocks, h.n, stream, pos, stored_len);
+		/* Even after a failed write: the workers must be done with the buffers. */
+		pool_finish(sc->pool, state);
+		if (rc)
+			return rc;
+		h.blocks = jobs[cur];
+		h.n = n;
+		cur = !cur;
+	} while (h.n);
+	return 0;
+}
+
 static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_tensor *t,
 			 uint32_t tidx, uint32_t s, uint32_t S, uint64_t nrows,
 			 const struct scar_ckpt_save_opts *o, unsigned char *idx_entry)
@@ -834,6 +1014,7 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		int stream = w->seekable;
 		uint64_t nblocks = raw_len / bs + (raw_len % bs != 0);
 		struct ckpt_xxh32 content;
+		void *state;
 
 		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT;
 		if (grow(&sc->out, &sc->out_cap, stream ? bs + 32 : (size_t)(raw_len + 8 * nblocks + 32)))
@@ -841,6 +1022,7 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		if (o->level >= 3 ? !sc->hc && !(sc->hc = malloc((size_t)LZ4_sizeofStateHC()))
 				  : !sc->fast && !(sc->fast = malloc((size_t)LZ4_sizeofState())))
 			goto oom;
+		state = o->level >= 3 ? sc->hc : sc->fast;
 		hdr_off = wr_pos(w);
 		stored_len = 0;
 		if (stream) {
@@ -850,68 +1032,45 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		}
 		/* Threads for a section of several blocks, started at the first such. */
 		if (o->threads > 1 && nblocks > 1 && !sc->pool && !sc->pool_failed) {
-			unsigned nt = o->threads > BATCH_MAX / 2 ? BATCH_MAX / 2 : o->threads;
+			unsigned nt = o->threads > BATCH_MAX ? BATCH_MAX : o->threads;
 
 			if ((sc->pool = pool_new(nt - 1, o->level)))
-				sc->batch = 2 * nt;
+				sc->batch = nt;
 			else
 				sc->pool_failed = 1;	/* fewer threads is slower, not wrong */
 		}
 		scar_ckpt_xxh32_init(&content, 0);
 		lz4_frame_header(sc->out, bcode, raw_len);
 		pos = 15;
-		if (sc->batch > 1 && sc->bcap < bs + 16) {
-			for (size_t k = 0; k < sc->batch; k++) {
-				free(sc->bsrc[k]);
-				free(sc->bdst[k]);
-				sc->bsrc[k] = malloc(bs);
-				sc->bdst[k] = malloc(bs + 16);
-				if (!sc->bsrc[k] || !sc->bdst[k]) {
-					sc->bcap = 0;
-					goto oom;
+		if (sc->pool && nblocks > 1) {
+			if (sc->bcap < bs + 16 && batch_buffers(sc, bs))
+				goto oom;
+			if ((rc = lz4_rounds(w, sc, t->data, &g, contiguous, raw_len, bs, stream, &pos,
+					     &stored_len, &content, state)))
+				return rc;
+		} else {
+			for (uint64_t done = 0; done < raw_len;) {
+				struct block_job j = { 0 };
+
+				if (stream && pos) {
+					if ((rc = wr_bytes(w, sc->out, pos)))
+						return rc;
+					stored_len += pos;
+					pos = 0;
 				}
-			}
-			sc->bcap = bs + 16;
-		}
-		for (uint64_t done = 0; done < raw_len;) {
-			struct block_job jobs[BATCH_MAX];
-			size_t nb = 0;
-
-			if (stream && pos) {
-				if ((rc = wr_bytes(w, sc->out, pos)))
-					return rc;
-				stored_len += pos;
-				pos = 0;
-			}
-			/* A batch of blocks, gathered; compressed together; put out in order. */
-			for (; nb < sc->batch && done < raw_len; nb++) {
-				size_t n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
-				unsigned char *in = sc->batch > 1 ? sc->bsrc[nb] : sc->chunk;
-
-				jobs[nb].n = n;
+				j.n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
 				if (contiguous) {
-					jobs[nb].src = (const unsigned char *)t->data + done;
+					j.src = (const unsigned char *)t->data + done;
 				} else {
-					gather_fill(&g, in, n);
-					jobs[nb].src = in;
+					gather_fill(&g, sc->chunk, j.n);
+					j.src = sc->chunk;
 				}
 				/* Alone, a block goes straight into the section buffer. */
-				jobs[nb].dst = sc->batch > 1 ? sc->bdst[nb] : sc->out + pos;
-				done += n;
-			}
-			compress_batch(sc->pool, jobs, nb, o->level >= 3 ? sc->hc : sc->fast, o->level);
-			for (size_t k = 0; k < nb; k++) {
-				scar_ckpt_xxh32_update(&content, jobs[k].src, jobs[k].n);
-				if (sc->batch == 1) {
-					pos += jobs[k].len;
-				} else if (stream) {
-					if ((rc = wr_bytes(w, jobs[k].dst, jobs[k].len)))
-						return rc;
-					stored_len += jobs[k].len;
-				} else {
-					memcpy(sc->out + pos, jobs[k].dst, jobs[k].len);
-					pos += jobs[k].len;
-				}
+				j.dst = sc->out + pos;
+				block_compress(&j, state, o->level);
+				scar_ckpt_xxh32_update(&content, j.src, j.n);
+				pos += j.len;
+				done += j.n;
 			}
 		}
 		ckpt_put32(sc->out + pos, 0);
@@ -977,11 +1136,12 @@ oom:
 	return scar_error_set(w->err, SCAR_ENOMEM, "out of memory writing tensor '%s'", t->name);
 }
 
-int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
-		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
+/* scar_ckpt_write_fd; writeback: start writing a regular file back as it is written. */
+static int write_fd(const struct scar_state *st, int fd, const char *name,
+		    const struct scar_ckpt_save_opts *opts, int writeback, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
-	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0 };
+	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0, 0, 0 };
 	struct sect_ctx sc = { .batch = 1 };
 	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL;
 	size_t nsec = 0, idx_cap = 0;
@@ -1013,6 +1173,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		    (pos = lseek(fd, 0, SEEK_CUR)) >= 0) {
 			w.seekable = 1;
 			w.base = (uint64_t)pos;
+			w.writeback = writeback;
 		}
 	}
 	w.obuf = malloc(OBUF_LEN);
@@ -1092,10 +1253,11 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		goto out;
 out:
 	pool_free(sc.pool);
-	for (size_t k = 0; k < BATCH_MAX; k++) {
-		free(sc.bsrc[k]);
-		free(sc.bdst[k]);
-	}
+	for (int b = 0; b < 2; b++)
+		for (size_t k = 0; k < BATCH_MAX; k++) {
+			free(sc.bsrc[b][k]);
+			free(sc.bdst[b][k]);
+		}
 	free(sc.fast);
 	free(sc.hc);
 	free(sc.out);
@@ -1107,24 +1269,32 @@ out:
 	return rc;
 }
 
+int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
+		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
+{
+	return write_fd(st, fd, name, opts, !opts || opts->sync, err);
+}
+
 struct save_job {
 	const struct scar_state *st;
 	const struct scar_ckpt_save_opts *o;
+	int writeback;
 };
 
 static int save_job_run(int fd, const char *name, void *ctx, struct scar_error *err)
 {
 	struct save_job *j = ctx;
 
-	return scar_ckpt_write_fd(j->st, fd, name, j->o, err);
+	return write_fd(j->st, fd, name, j->o, j->writeback, err);
 }
 
 int scar_ckpt_save(const struct scar_state *st, const char *path,
 		   const struct scar_ckpt_save_opts *opts, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
-	struct save_job j = { st, &o };
+	struct save_job j = { st, &o, 0 };
 	const char *base;
+	struct stat sb;
 
 	if (opts)
 		o = *opts;
@@ -1137,6 +1307,13 @@ int scar_ckpt_save(const struct scar_state *st, const char *path,
 	if (strcmp(path, "-") != 0 && !*base && !scar_file_is_special(path))
 		return scar_error_set_at(err, SCAR_EINVAL, path, -1, -1,
 					 "checkpoint path '%s' names a directory", path);
+	/*
+	 * Writeback starts early when an fsync follows, and when the file
+	 * replaces another: ext4 (auto_da_alloc) and btrfs write a file back
+	 * when it is renamed over another, and the rename would wait for all
+	 * of it.
+	 */
+	j.writeback = o.sync || (stat(path, &sb) == 0 && S_ISREG(sb.st_mode));
 	/* Temporary, fsync, rename, fsync of the directory; a FIFO or device written through. */
 	return scar_file_replace(path, o.sync ? SCAR_REPLACE_SYNC : 0, save_job_run, &j, err);
 }

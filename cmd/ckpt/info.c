@@ -257,15 +257,18 @@ int cmd_info(int argc, char **argv)
 	struct scar_ckpt_reader *r = NULL;
 	struct scar_ckpt_section sec;
 	struct scar_error e;
-	uint64_t *traw = NULL, *tstored = NULL, file_bytes;
+	uint64_t *traw = NULL, *tstored = NULL, file_bytes, threads = cli_default_threads();
 	size_t nsec = 0, cap = 0, i;
 	const char *path;
 	int json = 0, c, rc, status = 0, seekable;
 	struct stat sb;
 
-	while ((c = cli_command_getopt(argc, argv, ":h", info_opts)) != -1)
+	while ((c = cli_command_getopt(argc, argv, ":h", info_opts)) != -1) {
 		if (c == OPT_JSON)
 			json = 1;
+		else if (c == OPT_THREADS)
+			threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX);
+	}
 	if (argc - optind > 1)
 		cli_usage_error("too many operands");
 	path = input_path(argv[optind]);
@@ -279,7 +282,7 @@ int cmd_info(int argc, char **argv)
 	 */
 	seekable = strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 	scar_error_clear(&e);
-	if (seekable && scar_ckpt_verify(path, &e) < 0) {
+	if (seekable && scar_ckpt_verify_threads(path, (unsigned)threads, &e) < 0) {
 		warn_err(path, &e);
 		return EXIT_TROUBLE;
 	}

@@ -41,6 +41,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from import" -l shape -x -d 'sh
 complete -c scar-ckpt -n "__fish_seen_subcommand_from info ls" -l json -d 'print JSON'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from ls" -a '(__fish_complete_directories)'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from verify" -s q -l quiet -d 'say nothing about intact files'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from info verify" -l threads -x -d 'threads to check sections on'
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a save -d 'checkpoint a snapshot by a policy'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l policy -x -a 'full round-robin random priority' -d 'checkpoint policy'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from save" -l fraction -x -d 'fraction of rows'

@@ -38,7 +38,10 @@ extern "C" {
 struct scar_ckpt_save_opts {
 	int compress;		/* 1 = LZ4 frames (default), 0 = raw + CRC-32C */
 	int level;		/* LZ4 level as in lz4(1): 0..2 fast (default 0), 3..12 LZ4HC */
-	int sync;		/* fsync file and directory (default 1) */
+	int sync;		/* fsync file and directory (default 1); on Linux the
+				   file's writeback starts as it is written (sync_file_range),
+				   so that the fsync finds little left; scar_ckpt_save does
+				   that also when the file replaces another */
 	size_t block_size;	/* LZ4 block size: 64K, 256K, 1M or 4M (default 4M); other
 				   values round up to the next of these, at most 4M */
 	unsigned threads;	/* compress a section's blocks on this many threads (default
@@ -197,6 +200,14 @@ void scar_ckpt_reader_close(struct scar_ckpt_reader *r);
  * it cannot be read.
  */
 int scar_ckpt_verify(const char *path, struct scar_error *err);
+/*
+ * scar_ckpt_verify on up to threads threads (at most 64): on a regular
+ * file the sections are checked side by side, a section each at a time,
+ * holding at most an LZ4 block and its decoded bytes per thread. Damage is
+ * reported exactly as scar_ckpt_verify reports it (the first problem in
+ * file order), found again on one thread.
+ */
+int scar_ckpt_verify_threads(const char *path, unsigned threads, struct scar_error *err);
 
 /*
  * Apply a partial (or full) checkpoint's present rows onto base, in place:

@@ -530,7 +530,7 @@ PY
 		COMP_WORDS=(scar-ckpt verify -); COMP_CWORD=2; _scar_ckpt; echo "${COMPREPLY[*]}"'
 	[ "${lines[0]}" = convert ]
 	[ "${lines[1]}" = "raw npy json safetensors" ]
-	[ "${lines[2]}" = "--help -q --quiet" ]
+	[ "${lines[2]}" = "--help -q --quiet --threads" ]
 }
 
 @test "I/O errors: exit 2, a message, the target untouched, no temporary left" {

@@ -109,6 +109,31 @@ static int load_file(struct scar_error *e)
 	return rc;
 }
 
+/*
+ * scar_ckpt_verify of path, and the same on 2 and 4 threads, which must
+ * say the same thing: result, message, offset, file.
+ */
+static int verify_same(struct scar_error *e)
+{
+	int a = scar_ckpt_verify(path, e);
+
+	for (unsigned t = 2; t <= 4; t += 2) {
+		struct scar_error et;
+		int b = scar_ckpt_verify_threads(path, t, &et);
+
+		CHECK(b == a);
+		if (a && b == a) {
+			CHECK(strcmp(et.msg, e->msg) == 0);
+			CHECK(strcmp(et.file, e->file) == 0);
+			CHECK(et.offset == e->offset);
+		}
+		if (b != a || (a && strcmp(et.msg, e->msg)))
+			fprintf(stderr, "%u threads: %d '%s', one thread: %d '%s'\n", t, b, et.msg, a,
+				e->msg);
+	}
+	return a;
+}
+
 /* Random access over a damaged file must not crash either; any result is fine. */
 static void poke_random(void)
 {
@@ -151,7 +176,7 @@ static void test_truncation(const unsigned char *img, size_t n)
 		int a, b, c;
 
 		CHECK(ftruncate(fd, (off_t)len) == 0);
-		a = scar_ckpt_verify(path, &e);
+		a = verify_same(&e);
 		b = load_file(&e);
 		c = load_pipe(img, len, &e);
 		if (a != SCAR_ETRUNC || b != SCAR_ETRUNC || c != SCAR_ETRUNC) {
@@ -183,7 +208,7 @@ static void test_bitflips(unsigned char *img, size_t n)
 			img[i] ^= (unsigned char)(1u << bit);
 			CHECK(pwrite(fd, img + i, 1, (off_t)i) == 1);
 			tested++;
-			a = scar_ckpt_verify(path, &e);
+			a = verify_same(&e);
 			named &= strcmp(e.file, path) == 0 && e.offset >= 0;
 			if (i >= l.first_section && i < l.index)
 				named &= strstr(e.msg, "section ") != NULL;
@@ -220,36 +245,36 @@ static void test_crafted(const unsigned char *orig, size_t n)
 	memcpy(b, orig, n);
 	b[1] = 'X';
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_EFORMAT);
+	CHECK(verify_same(&e) == SCAR_EFORMAT);
 	CHECK(strstr(e.msg, "magic") != NULL);
 	/* A future major version, correctly sealed. */
 	memcpy(b, orig, n);
 	ckpt_put16(b + 8, 2);
 	recrc(b, 12);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_EVERSION);
+	CHECK(verify_same(&e) == SCAR_EVERSION);
 	CHECK(load_file(&e) == SCAR_EVERSION);
 	CHECK(load_pipe(b, n, &e) == SCAR_EVERSION);
 	/* Major 0 was never a version. */
 	ckpt_put16(b + 8, 0);
 	recrc(b, 12);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_EFORMAT);
+	CHECK(verify_same(&e) == SCAR_EFORMAT);
 	/* A newer minor version is fine. */
 	memcpy(b, orig, n);
 	ckpt_put16(b + 10, 7);
 	recrc(b, 12);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == 0);
+	CHECK(verify_same(&e) == 0);
 	/* meta_len of 4 GiB. */
 	memcpy(b, orig, n);
 	ckpt_put32(b + 16, 0xFFFFFFFFu);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
+	CHECK(verify_same(&e) == SCAR_ECORRUPT);
 	CHECK(load_pipe(b, n, &e) == SCAR_ECORRUPT);
 	ckpt_put32(b + 16, 0);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
+	CHECK(verify_same(&e) == SCAR_ECORRUPT);
 	/* Absurd nrows, raw_len, stored_len in the first section, checksums valid. */
 	for (int f = 0; f < 3; f++) {
 		static const uint64_t vals[3] = { 1ull << 60, 1ull << 62, 1ull << 60 };
@@ -259,7 +284,7 @@ static void test_crafted(const unsigned char *orig, size_t n)
 		ckpt_put64(b + l.first_section + offs[f], vals[f]);
 		recrc(b + l.first_section, 44);
 		put(path, b, n);
-		CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
+		CHECK(verify_same(&e) == SCAR_ECORRUPT);
 		CHECK(e.offset >= (int64_t)l.first_section);
 		CHECK(load_file(&e) == SCAR_ECORRUPT);
 		CHECK(load_pipe(b, n, &e) == SCAR_ECORRUPT);
@@ -269,27 +294,27 @@ static void test_crafted(const unsigned char *orig, size_t n)
 	b[l.first_section + 12] |= 0x80;
 	recrc(b + l.first_section, 44);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_EUNSUPPORTED);
+	CHECK(verify_same(&e) == SCAR_EUNSUPPORTED);
 	/* Unknown trailer flags, sealed. */
 	memcpy(b, orig, n);
 	b[l.trailer + 16] = 1;
 	recrc(b + l.trailer, 20);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_EUNSUPPORTED);
+	CHECK(verify_same(&e) == SCAR_EUNSUPPORTED);
 	/* An index count that disagrees, sealed. */
 	memcpy(b, orig, n);
 	ckpt_put32(b + l.index + 4, 1000000);
 	put(path, b, n);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
+	CHECK(verify_same(&e) == SCAR_ECORRUPT);
 	/* Garbage after the trailer. */
 	memcpy(b, orig, n);
 	memset(b + n, 0, 64);
 	put(path, b, n + 64);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
+	CHECK(verify_same(&e) == SCAR_ECORRUPT);
 	CHECK(strstr(e.msg, "after the trailer") != NULL);
 	/* Empty file. */
 	put(path, b, 0);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_ETRUNC);
+	CHECK(verify_same(&e) == SCAR_ETRUNC);
 	CHECK(strstr(e.msg, "empty") != NULL);
 	free(b);
 }
@@ -341,7 +366,7 @@ static void test_huge_shape(const unsigned char *orig, size_t n)
 	if (!b)
 		return;
 	put(path, b, nn);
-	CHECK(scar_ckpt_verify(path, &e) == SCAR_ECORRUPT);
+	CHECK(verify_same(&e) == SCAR_ECORRUPT);
 	CHECK(load_file(&e) == SCAR_ECORRUPT);
 	CHECK(strstr(e.msg, "more than") != NULL);
 	/* Through a pipe the size cannot be checked up front; it must still fail cleanly. */
@@ -385,7 +410,7 @@ static void test_bitmaps(const unsigned char *orig, size_t n)
 		if (!b)
 			return;
 		put(path, b, nn);
-		rc = scar_ckpt_verify(path, &e);
+		rc = verify_same(&e);
 		if (rc != cases[i].rc)
 			fprintf(stderr, "bitmap %s: verify gives %d\n", cases[i].present, rc);
 		CHECK(rc == cases[i].rc);
@@ -431,7 +456,7 @@ static void test_smudges(const unsigned char *orig, size_t n)
 		if (memcmp(b, orig, n) == 0)
 			continue;
 		put(path, b, n);
-		ok += scar_ckpt_verify(path, &e) < 0 && load_pipe(b, n, &e) < 0;
+		ok += verify_same(&e) < 0 && load_pipe(b, n, &e) < 0;
 		if (k % 10 == 0)
 			poke_random();
 		if (memcmp(b, orig, n))
@@ -462,7 +487,7 @@ static void test_lz4_undecodable(const unsigned char *orig, size_t n)
 	memset(blk + 4, 0xFF, size);
 	ckpt_put32(blk + 4 + size, scar_ckpt_xxh32(blk + 4, size, 0));
 	put(path, b, n);
-	rc = scar_ckpt_verify(path, &e);
+	rc = verify_same(&e);
 	CHECK(rc == SCAR_ECORRUPT);
 	CHECK(strstr(e.msg, "section 0 (tensor 'w', shard 0): corrupt LZ4 block") == e.msg);
 	CHECK(strstr(e.msg, "ERROR_") == NULL);

@@ -632,6 +632,109 @@ static void test_fd_modes(void)
 	scar_state_free(st);
 }
 
+/* All of fd until end of file, malloc'd; *n its length. */
+static unsigned char *slurp_fd(int fd, size_t *n)
+{
+	size_t cap = 1 << 20;
+	unsigned char *b = malloc(cap);
+	ssize_t k;
+
+	*n = 0;
+	while (b && (k = read(fd, b + *n, cap - *n)) > 0)
+		if ((*n += (size_t)k) == cap && !(b = realloc(b, cap *= 2)))
+			break;
+	if (!b)
+		exit(2);
+	return b;
+}
+
+/* st written with o through a pipe (each LZ4 section built in memory first). */
+static unsigned char *through_pipe(const struct scar_state *st, const struct scar_ckpt_save_opts *o,
+				   size_t *n)
+{
+	int fds[2], status = -1;
+	unsigned char *b;
+	pid_t pid;
+
+	CHECK(pipe(fds) == 0);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(scar_ckpt_write_fd(st, fds[1], "pipe", o, NULL) ? 1 : 0);
+	}
+	close(fds[1]);
+	b = slurp_fd(fds[0], n);
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return b;
+}
+
+/*
+ * opts.threads: the file is the single-threaded writer's byte for byte,
+ * for sections gathered from scattered present rows of rows that straddle
+ * the blocks, gathered from whole shards, and contiguous; random and
+ * compressible bytes; LZ4 fast and HC; to a file and through a pipe; with
+ * more blocks a section than the batches of two rounds hold.
+ */
+static void test_threads_same_bytes(void)
+{
+	uint64_t ws[2] = { 20000, 37 }, vs[2] = { 50000, 3 }, ss[1] = { 300001 };
+	struct scar_state *st = NULL;
+	struct scar_tensor *t;
+	unsigned char *ref[2][2] = { { NULL } };
+	size_t nref[2][2];
+
+	CHECK_RC(scar_state_new(&st, "mlr", NULL));
+	st->shards = 3;
+	t = mk("w", SCAR_F32, SCAR_ROLE_PARAM, 2, ws, 0);
+	CHECK_RC(scar_tensor_init_present(t, 0, NULL));
+	for (uint64_t r = 0; r < ws[0]; r++)
+		t->present[r] = rnd() % 5 != 0;
+	CHECK_RC(scar_state_add(st, t, NULL));
+	CHECK_RC(scar_state_add(st, mk("v", SCAR_F64, SCAR_ROLE_PARAM, 2, vs, 1), NULL));
+	CHECK_RC(scar_state_add(st, mk("s", SCAR_U8, SCAR_ROLE_STATE, 1, ss, 1), NULL));
+	for (int l = 0; l < 2; l++)
+		for (size_t ti = 0; ti < 4; ti++) {
+			static const unsigned tv[4] = { 1, 2, 3, 8 };
+			unsigned threads = tv[ti];
+			struct scar_ckpt_save_opts o;
+			unsigned char *b[2];
+			size_t n[2];
+			int fd;
+
+			scar_ckpt_save_opts_init(&o);
+			o.sync = 0;
+			o.level = l ? 9 : 0;
+			o.block_size = 64 << 10;
+			o.threads = threads;
+			CHECK_RC(scar_ckpt_save(st, unit_tmp("thr.ckpt"), &o, UNIT_ERR));
+			fd = open(unit_tmp("thr.ckpt"), O_RDONLY);
+			CHECK(fd >= 0);
+			b[0] = slurp_fd(fd, &n[0]);
+			close(fd);
+			b[1] = through_pipe(st, &o, &n[1]);
+			for (int k = 0; k < 2; k++) {
+				if (threads == 1) {
+					ref[l][k] = b[k];
+					nref[l][k] = n[k];
+					continue;
+				}
+				CHECK(n[k] == nref[l][k] && memcmp(b[k], ref[l][k], n[k]) == 0);
+				if (n[k] != nref[l][k] || memcmp(b[k], ref[l][k], n[k]))
+					fprintf(stderr, "level %d, %u threads, %s: not the 1-thread file\n",
+						o.level, threads, k ? "pipe" : "file");
+				free(b[k]);
+			}
+			CHECK(nref[l][0] == nref[l][1] && memcmp(ref[l][0], ref[l][1], nref[l][0]) == 0);
+		}
+	CHECK_RC(scar_ckpt_verify(unit_tmp("thr.ckpt"), UNIT_ERR));
+	for (int l = 0; l < 2; l++)
+		for (int k = 0; k < 2; k++)
+			free(ref[l][k]);
+	scar_state_free(st);
+}
+
 int main(void)
 {
 	dir = unit_scratch("ckpt");
@@ -647,6 +750,7 @@ int main(void)
 	test_list();
 	test_atomic();
 	test_fd_modes();
+	test_threads_same_bytes();
 	unit_scratch_remove();
 	return unit_done("test-ckpt");
 }
