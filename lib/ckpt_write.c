@@ -11,6 +11,8 @@
  * frame layout is fixed by format v1 anyway, and the checksums then use our
  * own xxHash-32, several times faster than some liblz4 builds' (see
  * ckpt_xxh32.c). The levels mean what they mean to LZ4F and lz4(1).
+ * With --shuffle, a block is byte-shuffled (ckpt_shuffle.c, format 1.3)
+ * as it is gathered, before anything else sees it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +42,7 @@ void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o)
 	o->sync = 1;
 	o->block_size = (size_t)4 << 20;
 	o->threads = 1;
+	o->shuffle = SCAR_SHUFFLE_OFF;
 }
 
 int scar_ckpt_write_all(int fd, const void *buf, size_t n)
@@ -769,6 +772,9 @@ struct sect_ctx {
 	size_t batch;			/* blocks per batch: 1, or twice the threads */
 	unsigned char *bsrc[BATCH_MAX], *bdst[BATCH_MAX];	/* per block of a batch */
 	size_t bcap;			/* their size */
+	size_t esz;			/* shuffle this section's blocks by esz bytes; 0: not */
+	unsigned char *shuf;		/* a shuffled block, when the batch is 1 */
+	size_t shuf_cap;
 };
 
 static int grow(unsigned char **p, size_t *cap, size_t need)
@@ -835,7 +841,7 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		uint64_t nblocks = raw_len / bs + (raw_len % bs != 0);
 		struct ckpt_xxh32 content;
 
-		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT;
+		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT | (sc->esz ? CKPT_SF_SHUFFLE : 0);
 		if (grow(&sc->out, &sc->out_cap, stream ? bs + 32 : (size_t)(raw_len + 8 * nblocks + 32)))
 			goto oom;
 		if (o->level >= 3 ? !sc->hc && !(sc->hc = malloc((size_t)LZ4_sizeofStateHC()))
@@ -873,6 +879,9 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 			}
 			sc->bcap = bs + 16;
 		}
+		if (sc->esz && sc->batch == 1 &&
+		    grow(&sc->shuf, &sc->shuf_cap, raw_len < bs ? (size_t)raw_len : bs))
+			goto oom;
 		for (uint64_t done = 0; done < raw_len;) {
 			struct block_job jobs[BATCH_MAX];
 			size_t nb = 0;
@@ -887,13 +896,23 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 			for (; nb < sc->batch && done < raw_len; nb++) {
 				size_t n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
 				unsigned char *in = sc->batch > 1 ? sc->bsrc[nb] : sc->chunk;
+				unsigned char *sh = sc->batch > 1 ? sc->bsrc[nb] : sc->shuf;
 
+				/* Shuffled, rows are gathered into chunk and shuffled into
+				 * the block's buffer; the content checksum is of the
+				 * shuffled bytes, which are what the frame holds. */
+				if (sc->esz)
+					in = sc->chunk;
 				jobs[nb].n = n;
 				if (contiguous) {
 					jobs[nb].src = (const unsigned char *)t->data + done;
 				} else {
 					gather_fill(&g, in, n);
 					jobs[nb].src = in;
+				}
+				if (sc->esz) {
+					scar_ckpt_shuffle(sh, jobs[nb].src, n, sc->esz);
+					jobs[nb].src = sh;
 				}
 				/* Alone, a block goes straight into the section buffer. */
 				jobs[nb].dst = sc->batch > 1 ? sc->bdst[nb] : sc->out + pos;
@@ -977,13 +996,105 @@ oom:
 	return scar_error_set(w->err, SCAR_ENOMEM, "out of memory writing tensor '%s'", t->name);
 }
 
+/* Present rows of each of tensor t's S shards into counts[0..S). */
+static void section_rows(const struct scar_tensor *t, uint32_t S, uint64_t *counts)
+{
+	uint64_t rows = scar_tensor_rows(t);
+
+	for (uint32_t s = 0; s < S; s++)
+		counts[s] = scar_shard_rows(rows, s, S);
+	if (t->present) {
+		memset(counts, 0, S * sizeof(*counts));
+		for (uint64_t r = 0; r < rows; r++)
+			counts[r % S] += t->present[r] != 0;
+	}
+}
+
+/*
+ * The element size to shuffle section (t, s) of nrows rows by, 0 for none:
+ * only LZ4 sections of 2-, 4- and 8-byte elements can be (scar-ckpt(5)).
+ * auto tries LZ4 both ways on the section's first bytes; buf has room for
+ * them and scar_ckpt_shuffle_pays's scratch.
+ */
+static size_t shuffle_esz(const struct scar_tensor *t, uint32_t s, uint32_t S, uint64_t nrows,
+			  const struct scar_ckpt_save_opts *o, unsigned char *buf)
+{
+	size_t esz = scar_dtype_size(t->dtype), rb = scar_tensor_row_bytes(t), n;
+	uint64_t rows = scar_tensor_rows(t);
+	struct gather g = { t->data, t->present, rows, s, S, rb, 0 };
+	const unsigned char *p = buf;
+
+	if (o->shuffle == SCAR_SHUFFLE_OFF || !o->compress || esz < 2 || !rb)
+		return 0;
+	if (o->shuffle == SCAR_SHUFFLE_ON)
+		return esz;
+	n = nrows * rb < CKPT_SHUFFLE_SAMPLE ? (size_t)(nrows * rb) : CKPT_SHUFFLE_SAMPLE;
+	if (S == 1 && nrows == rows) {
+		p = t->data;
+	} else {
+		gather_skip(&g);
+		gather_fill(&g, buf, n);
+	}
+	return scar_ckpt_shuffle_pays(p, n, esz, buf + CKPT_SHUFFLE_SAMPLE) ? esz : 0;
+}
+
+/*
+ * Which sections to shuffle, in file order, decided before the header goes
+ * out: it says 1.3 only when one is. NULL (none) when shuffle is off.
+ */
+static int plan_shuffle(const struct scar_state *st, const struct scar_ckpt_save_opts *o,
+			uint64_t *counts, unsigned char **plan, unsigned *minor,
+			struct scar_error *err)
+{
+	unsigned char *buf = NULL, *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	*plan = NULL;
+	if (o->shuffle == SCAR_SHUFFLE_OFF || !o->compress)
+		return 0;
+	if (o->shuffle == SCAR_SHUFFLE_AUTO && !(buf = malloc(3 * CKPT_SHUFFLE_SAMPLE)))
+		goto oom;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *t = st->tensors[i];
+		uint32_t S = scar_tensor_shards(t, st->shards);
+
+		if (!scar_tensor_rows(t))
+			continue;
+		section_rows(t, S, counts);
+		for (uint32_t s = 0; s < S; s++) {
+			if (!counts[s])
+				continue;
+			if (n == cap) {
+				unsigned char *nv = realloc(v, cap = cap ? 2 * cap : 64);
+
+				if (!nv)
+					goto oom;
+				v = nv;
+			}
+			v[n] = (unsigned char)shuffle_esz(t, s, S, counts[s], o, buf);
+			if (v[n++])
+				*minor = 3;
+		}
+	}
+	*plan = v;
+	v = NULL;
+	goto out;
+oom:
+	rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+out:
+	free(v);
+	free(buf);
+	return rc;
+}
+
 int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		       const struct scar_ckpt_save_opts *opts, struct scar_error *err)
 {
 	struct scar_ckpt_save_opts o;
 	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0 };
 	struct sect_ctx sc = { .batch = 1 };
-	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL;
+	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL, *plan = NULL;
 	size_t nsec = 0, idx_cap = 0;
 	uint64_t *counts = NULL, idx_off;
 	char *meta = NULL;
@@ -998,6 +1109,8 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		scar_ckpt_save_opts_init(&o);
 	if (o.level < 0 || o.level > 12)
 		return scar_error_set(err, SCAR_EINVAL, "LZ4 level %d out of range 0..12", o.level);
+	if (!scar_shuffle_name(o.shuffle))
+		return scar_error_set(err, SCAR_EINVAL, "unknown shuffle mode %d", o.shuffle);
 	if (!o.block_size)
 		o.block_size = (size_t)4 << 20;
 	if ((rc = check_state(st, err)) || (rc = build_meta(st, w.name, &meta, &meta_len, &minor, err)))
@@ -1021,6 +1134,8 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = plan_shuffle(st, &o, counts, &plan, &minor, err)))
+		goto out;
 
 	memcpy(h, SCAR_CKPT_MAGIC, 8);
 	ckpt_put16(h + 8, CKPT_MAJOR);
@@ -1036,17 +1151,10 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 	for (size_t i = 0; i < st->ntensors; i++) {
 		const struct scar_tensor *t = st->tensors[i];
 		uint32_t S = scar_tensor_shards(t, st->shards);
-		uint64_t rows = scar_tensor_rows(t);
 
-		if (!rows)
+		if (!scar_tensor_rows(t))
 			continue;
-		for (uint32_t s = 0; s < S; s++)
-			counts[s] = scar_shard_rows(rows, s, S);
-		if (t->present) {
-			memset(counts, 0, S * sizeof(*counts));
-			for (uint64_t r = 0; r < rows; r++)
-				counts[r % S] += t->present[r] != 0;
-		}
+		section_rows(t, S, counts);
 		for (uint32_t s = 0; s < S; s++) {
 			if (!counts[s])
 				continue;
@@ -1061,6 +1169,7 @@ int scar_ckpt_write_fd(const struct scar_state *st, int fd, const char *name,
 				idx = ni;
 				idx_cap = nc;
 			}
+			sc.esz = plan ? plan[nsec] : 0;
 			rc = write_section(&w, &sc, t, (uint32_t)i, s, S, counts[s], &o,
 					   idx + nsec * CKPT_IDX_ENTRY_LEN);
 			if (rc)
@@ -1100,6 +1209,8 @@ out:
 	free(sc.hc);
 	free(sc.out);
 	free(sc.chunk);
+	free(sc.shuf);
+	free(plan);
 	free(idx);
 	free(counts);
 	free(w.obuf);
