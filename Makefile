@@ -66,6 +66,9 @@ sanitize.stamp:
 
 lib/%.o: lib/%.c $(HEADERS) $(wildcard lib/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+# The byte shuffle's plain loops are several times faster vectorised, which
+# GCC's -O2 does not do to them (clang's does).
+lib/ckpt_shuffle.o: private ALL_CFLAGS += -ftree-vectorize
 cmd/common/%.o: cmd/common/%.c $(HEADERS) $(wildcard cmd/common/*.h) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 # Named here, the CLI objects are not intermediate: make would delete them

@@ -47,6 +47,7 @@ const struct option import_opts[] = {
 	{ "role", required_argument, NULL, OPT_ROLE },
 	{ "shape", required_argument, NULL, OPT_SHAPE },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
@@ -56,6 +57,7 @@ const struct option apply_opts[] = {
 	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
 	{ "output", required_argument, NULL, 'o' },
 	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -67,6 +69,7 @@ const struct option convert_opts[] = {
 	{ "no-compress", no_argument, NULL, OPT_NO_COMPRESS },
 	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
 };
@@ -81,6 +84,7 @@ const struct option save_opts[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 	{ "stream", no_argument, NULL, OPT_STREAM },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ NULL, 0, NULL, 0 },
@@ -96,18 +100,21 @@ const struct option ls_opts[] = {
 
 static const struct cli_command commands[] = {
 	{ "apply", cmd_apply,
-	  "[--help] [--no-sync] [-o OUT] [--threads N] BASE [PARTIAL...]",
+	  "[--help] [--no-sync] [-o OUT] [--shuffle WHEN] [--threads N] BASE [PARTIAL...]",
 	  "Apply partial checkpoints, oldest first, onto a full base: the saved view.",
 	  "  --help          show this help and exit\n"
 	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
 	  "  -o, --output OUT  write the full checkpoint to OUT (default stdout)\n"
 	  "  --threads N     compress on N threads (default: the cores); the file is\n"
 	  "                  the same byte for byte\n"
+	  "  --shuffle WHEN  byte-shuffle sections before LZ4: off (default), on, or auto\n"
+	  "                  (each section, when it compresses better; scar-ckpt(5) 1.3)\n"
 	  "A directory operand stands for all its checkpoints; when BASE is a\n"
 	  "directory its oldest full checkpoint is the base.\n" },
 	{ "convert", cmd_convert,
 	  "[--compress | --no-compress] [--dtype T] [--help] [--level N]\n"
-	  "                         [--no-sync] [--shards S] [--threads N] IN OUT",
+	  "                         [--no-sync] [--shards S] [--shuffle WHEN] [--threads N]\n"
+	  "                         IN OUT",
 	  "Rewrite a checkpoint: compression, float precision, shard count.",
 	  "  --compress      LZ4-compress the sections (default)\n"
 	  "  --dtype T       convert floating-point tensors to T: f32 f64 f16 bf16\n"
@@ -117,6 +124,8 @@ static const struct cli_command commands[] = {
 	  "  --no-compress   store sections raw with a CRC-32C\n"
 	  "  --no-sync       do not fsync the output (faster, not crash-safe)\n"
 	  "  --shards S      split parameter rows into S shards\n"
+	  "  --shuffle WHEN  byte-shuffle sections before LZ4: off (default), on, or auto\n"
+	  "                  (each section, when it compresses better; scar-ckpt(5) 1.3)\n"
 	  "  --threads N     compress on N threads (default: the cores); the file is\n"
 	  "                  the same byte for byte\n"
 	  "IN and OUT may be '-' for stdin and stdout, and may be the same file.\n" },
@@ -133,7 +142,7 @@ static const struct cli_command commands[] = {
 	{ "import", cmd_import,
 	  "[--dtype T --shape A,B,...] [--help] [--iteration N] [--model M]\n"
 	  "                        [--name NAME] [--no-sync] [--role param|state] [--shards S]\n"
-	  "                        [--threads N] -o OUT FILE...",
+	  "                        [--shuffle WHEN] [--threads N] -o OUT FILE...",
 	  "Make a new checkpoint of raw or .npy arrays, one tensor per FILE, or of\n"
 	  "every tensor of safetensors files and Hugging Face sharded directories\n"
 	  "(F8 types refused: a checkpoint has no 8-bit float).",
@@ -150,6 +159,8 @@ static const struct cli_command commands[] = {
 	  "  --shape A,B,... the shape of raw input (a stream must hold exactly\n"
 	  "                  its bytes: more or fewer is an error)\n"
 	  "  --shards S      parameter shards (default 1)\n"
+	  "  --shuffle WHEN  byte-shuffle sections before LZ4: off (default), on, or auto\n"
+	  "                  (each section, when it compresses better; scar-ckpt(5) 1.3)\n"
 	  "  --threads N     compress on N threads (default: the cores); the file is\n"
 	  "                  the same byte for byte\n" },
 	{ "info", cmd_info,
@@ -166,7 +177,8 @@ static const struct cli_command commands[] = {
 	  "  --json          print one JSON object\n" },
 	{ "save", cmd_save,
 	  "--policy P [--force] [--fraction R] [--help] [--interval C] [--iteration N]\n"
-	  "                      [--no-sync] [--seed N] [--shards S] [--stream] [--threads N]\n"
+	  "                      [--no-sync] [--seed N] [--shards S] [--shuffle WHEN] [--stream]\n"
+	  "                      [--threads N]\n"
 	  "                      SNAPSHOT DIR",
 	  "Checkpoint another trainer's snapshot into run directory DIR by a policy.",
 	  "  --force         go on although DIR was checkpointed by another policy\n"
@@ -178,6 +190,8 @@ static const struct cli_command commands[] = {
 	  "  --policy P      full, round-robin, random or priority\n"
 	  "  --seed N        the random policy's seed (scar-train --fail-seed; default 1)\n"
 	  "  --shards S      a safetensors or .npy snapshot's shard count (row r: shard r mod S)\n"
+	  "  --shuffle WHEN  byte-shuffle sections before LZ4: off (default), on, or auto\n"
+	  "                  (each section, when it compresses better; scar-ckpt(5) 1.3)\n"
 	  "  --stream        SNAPSHOT (- for stdin) is safetensors or .npy snapshots, one after\n"
 	  "                  another, each handled as a call would; iterations from __metadata__\n"
 	  "                  scar.iteration, else --iteration N for the first and one more each\n"

@@ -31,7 +31,7 @@
 enum {
 	OPT_BITFLIP_COUNT = 256, OPT_BITFLIP_RATE, OPT_BITS, OPT_LOSE_COUNT, OPT_LOSE_FRACTION,
 	OPT_LOSE_SHARDS, OPT_MIX, OPT_NOISE_L2, OPT_NOISE_REL, OPT_QUANTIZE, OPT_REPORT,
-	OPT_RESET, OPT_ROWS, OPT_SEED, OPT_SHARD, OPT_SHARDS, OPT_STALE, OPT_TENSOR,
+	OPT_RESET, OPT_ROWS, OPT_SEED, OPT_SHARD, OPT_SHARDS, OPT_SHUFFLE, OPT_STALE, OPT_TENSOR,
 };
 
 static const struct option opts[] = {
@@ -53,6 +53,7 @@ static const struct option opts[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "shard", required_argument, NULL, OPT_SHARD },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 	{ "stale", required_argument, NULL, OPT_STALE },
 	{ "tensor", required_argument, NULL, OPT_TENSOR },
 	{ "version", no_argument, NULL, 'V' },
@@ -66,8 +67,8 @@ static void usage(FILE *f)
 		"                   [--lose-count N | --lose-fraction F | --lose-shards LIST]\n"
 		"                   [--mix A] [--noise-l2 X | --noise-rel R] [--quantize FMT] [-q]\n"
 		"                   [--report FILE] [--reset HOW] [--rows A:B] [--seed N]\n"
-		"                   [--shard N] [--shards S] [--stale OLD] [--tensor NAME]\n"
-		"                   [IN [OUT]]\n"
+		"                   [--shard N] [--shards S] [--shuffle WHEN] [--stale OLD]\n"
+		"                   [--tensor NAME] [IN [OUT]]\n"
 		"\n"
 		"Perturb checkpoint IN (default stdin) into OUT (default stdout) in exactly one\n"
 		"way, and report it with delta_norm = ||OUT - IN|| as JSON on stderr\n"
@@ -98,6 +99,8 @@ static void usage(FILE *f)
 		"      --seed N             seed of every random choice (default 1)\n"
 		"      --shard N            only the rows of shard N\n"
 		"      --shards S           a snapshot's shard count: row r is in shard r mod S\n"
+		"      --shuffle WHEN       byte-shuffle OUT's sections before LZ4: off (default),\n"
+		"                           on, or auto (each section, when it compresses better)\n"
 		"      --stale OLD          mix the selected rows with checkpoint OLD's\n"
 		"      --tensor NAME        only this tensor (default: every parameter tensor)\n"
 		"  -V, --version            show the version and exit\n");
@@ -130,6 +133,7 @@ struct args {
 	const char *report;	/* NULL: stderr; "-": stdout */
 	int quiet;		/* no report on stderr */
 	uint32_t shards;	/* --shards, 0 when not given */
+	int shuffle;		/* --shuffle, -1 when not given */
 };
 
 static void set_kind(struct args *a, enum kind k, const char *opt)
@@ -441,6 +445,9 @@ static int inject_snapshot(struct args *a, const char *in, const char *out)
 	if (strcmp(reset, "zero") && strncmp(reset, "from=", 5))
 		cli_usage_error("'%s' is a snapshot: --reset zero or from=SNAPSHOT, not '%s'", in,
 				reset);
+	if (a->shuffle >= 0)
+		cli_usage_error("'%s' is a snapshot, written back in its own format: --shuffle is "
+				"for checkpoints", in);
 	if (!S)
 		cli_usage_error("'%s' is a snapshot, which has no shard count: give --shards S "
 				"(row r of a tensor is in shard r mod S)", in);
@@ -501,6 +508,7 @@ int main(int argc, char **argv)
 	struct scar_perturb_report rep;
 	struct scar_diff_result *dp = NULL, *da = NULL;
 	struct scar_diff_opts dopt;
+	struct scar_ckpt_save_opts so;
 	struct scar_error err;
 	struct scar_rng rng;
 	const char *in = "-", *out = "-";
@@ -515,6 +523,7 @@ int main(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.seed = 1;
 	a.mix = 1;
+	a.shuffle = -1;
 	scar_select_init(&a.sel);
 	while ((c = getopt_long(argc, argv, "hqV", opts, NULL)) != -1) {
 		switch (c) {
@@ -591,6 +600,7 @@ int main(int argc, char **argv)
 			set_kind(&a, K_STALE, "--stale");
 			a.stale = optarg;
 			break;
+		case OPT_SHUFFLE: a.shuffle = cli_parse_shuffle("--shuffle", optarg); break;
 		case OPT_TENSOR: a.sel.tensor = optarg; break;
 		case 'V': cli_version();
 		default: usage(stderr); return EXIT_TROUBLE;
@@ -772,7 +782,10 @@ int main(int argc, char **argv)
 	 * written (scar-inject(1), EXIT STATUS).
 	 */
 	report_regular = a.report && !cli_is_stdio(a.report) ? write_report(j, a.report, 0) : 0;
-	if (scar_ckpt_save(st, out, NULL, &err) < 0) {
+	scar_ckpt_save_opts_init(&so);
+	if (a.shuffle >= 0)
+		so.shuffle = a.shuffle;
+	if (scar_ckpt_save(st, out, &so, &err) < 0) {
 		if (report_regular)
 			(void)unlink(a.report);
 		cli_die_error(&err);

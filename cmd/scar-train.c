@@ -53,6 +53,8 @@ static const char usage_text[] =
 "      --checkpoint-dir D  write checkpoints into D (default: an in-memory store)\n"
 "      --no-compress       store checkpoint sections uncompressed\n"
 "      --no-sync           do not fsync checkpoint files\n"
+"      --shuffle WHEN      byte-shuffle sections before LZ4: off (default), on, or\n"
+"                          auto (each section, when it compresses better)\n"
 "      --threads N         compress each checkpoint on N threads (default: the cores)\n"
 "      --async[=N]         write checkpoints in the background, at most N in flight\n"
 "                          (default 1); the loop waits only for a free slot\n"
@@ -83,7 +85,7 @@ enum {
 	OPT_POLICY, OPT_INTERVAL, OPT_FRACTION, OPT_CKPTDIR, OPT_NOCOMPRESS, OPT_NOSYNC, OPT_ASYNC, OPT_THREADS,
 	OPT_FAILAT, OPT_FAILPROB, OPT_LOSESHARDS, OPT_LOSECOUNT, OPT_LOSEFRAC, OPT_FAILSEED,
 	OPT_RECOVERY, OPT_COST, OPT_REFERENCE, OPT_WINDOW, OPT_CAP, OPT_RESUME, OPT_SAVE,
-	OPT_EVENTS, OPT_NOTIMING,
+	OPT_EVENTS, OPT_NOTIMING, OPT_SHUFFLE,
 	OPT_JSON, OPT_LISTKEYS,
 };
 
@@ -124,6 +126,7 @@ static const struct option long_options[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "shuffle", required_argument, NULL, OPT_SHUFFLE },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -507,7 +510,7 @@ int main(int argc, char **argv)
 	const char *reference_path = NULL, *keys_of = NULL;
 	struct cli_shard_list lose_shards = { 0, NULL };
 	struct scar_train_resume_info resume_info;
-	int c, quiet = 0, shards_given = 0, model_given = 0, rc;
+	int c, quiet = 0, shards_given = 0, model_given = 0, shuffle = -1, rc;
 	int policy_given = 0, interval_given = 0, fraction_given = 0, seed_given = 0;
 	int list = 0, json = 0;
 	FILE *events = stdout;
@@ -590,6 +593,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NOCOMPRESS: o.ckpt_compress = 0; break;
 		case OPT_NOSYNC: o.ckpt_sync = 0; break;
+		case OPT_SHUFFLE: shuffle = cli_parse_shuffle("--shuffle", optarg); break;
 		case OPT_THREADS:
 			o.ckpt_threads = (unsigned)cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX);
 			break;
@@ -670,6 +674,10 @@ int main(int argc, char **argv)
 		cli_usage_error("option '--json' goes with --list-models or --list-keys");
 	if (o.iters == 0 && o.measure_cost)
 		cli_usage_error("--cost needs iterations to measure; -n 0 runs none");
+	if (shuffle > 0 && !o.ckpt_compress)
+		cli_usage_error("--shuffle %s needs compression", scar_shuffle_name(shuffle));
+	if (shuffle >= 0)
+		o.ckpt_shuffle = shuffle;
 	if (o.fail_seed == 0)
 		o.fail_seed = 1;
 	if (!resume_path && !scar_model_find(model))
@@ -873,9 +881,10 @@ int main(int argc, char **argv)
 	if (save) {
 		struct scar_ckpt_save_opts so;
 
-		/* As the run's checkpoints: --no-compress and --no-sync hold here too. */
+		/* As the run's checkpoints: --no-compress, --no-sync and --shuffle hold here too. */
 		scar_ckpt_save_opts_init(&so);
 		so.compress = o.ckpt_compress;
+		so.shuffle = o.ckpt_shuffle;
 		so.sync = o.ckpt_sync;
 		so.threads = o.ckpt_threads;
 		if (cli_is_stdio(save)) {

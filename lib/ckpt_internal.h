@@ -27,16 +27,19 @@
 /*
  * A writer puts the lowest minor version that can read its file: 0, 1
  * when a tensor's present rows are a bitmap (format 1.1), 2 when a tensor
- * is f16 or bf16 (format 1.2). The reader knows every 1.x up to CKPT_MINOR
- * and reads any 1.x whose features it knows.
+ * is f16 or bf16 (format 1.2), 3 when a section is byte-shuffled (format
+ * 1.3). The reader knows every 1.x up to CKPT_MINOR and reads any 1.x whose
+ * features it knows.
  */
-#define CKPT_MINOR 2
+#define CKPT_MINOR 3
 
-/* Section flags: bit 0 LZ4 frame; bits 1-2 LZ4 block size code b (64 KiB << 2b). */
+/* Section flags: bit 0 LZ4 frame; bits 1-2 LZ4 block size code b (64 KiB << 2b);
+ * bit 3 (1.3) each LZ4 block's content byte-shuffled by the dtype's size. */
 #define CKPT_SF_LZ4 0x1u
 #define CKPT_SF_BCODE_SHIFT 1
 #define CKPT_SF_BCODE_MASK 0x6u
-#define CKPT_SF_KNOWN (CKPT_SF_LZ4 | CKPT_SF_BCODE_MASK)
+#define CKPT_SF_SHUFFLE 0x8u
+#define CKPT_SF_KNOWN (CKPT_SF_LZ4 | CKPT_SF_BCODE_MASK | CKPT_SF_SHUFFLE)
 
 /* The only LZ4 frame descriptor byte FLG v1 allows (version 01, independent
  * blocks, block checksums, content size, content checksum, no dictionary). */
@@ -110,6 +113,25 @@ void scar_ckpt_xxh32_init(struct ckpt_xxh32 *s, uint32_t seed);
 void scar_ckpt_xxh32_update(struct ckpt_xxh32 *s, const void *buf, size_t n);
 uint32_t scar_ckpt_xxh32_digest(const struct ckpt_xxh32 *s);
 uint32_t scar_ckpt_xxh32(const void *buf, size_t n, uint32_t seed);
+
+/*
+ * The byte shuffle of format 1.3 (ckpt_shuffle.c): byte j of element i of
+ * the n bytes at src goes to dst[j * m + i], m = n / esz whole elements; the
+ * n % esz bytes after them are copied as they are. unshuffle undoes it.
+ * dst and src must not overlap.
+ */
+void scar_ckpt_shuffle(void *dst, const void *src, size_t n, size_t esz);
+void scar_ckpt_unshuffle(void *dst, const void *src, size_t n, size_t esz);
+/* Bytes of a section that --shuffle auto compresses both ways. */
+#define CKPT_SHUFFLE_SAMPLE ((size_t)64 << 10)
+/*
+ * --shuffle auto's choice for a section whose raw bytes begin with sample
+ * (n bytes, of which the first CKPT_SHUFFLE_SAMPLE are used): 1 when LZ4's
+ * fast level makes them smaller shuffled than plain, else 0 (a tie is 0).
+ * buf is scratch of 2 * CKPT_SHUFFLE_SAMPLE bytes. The same bytes give the
+ * same answer.
+ */
+int scar_ckpt_shuffle_pays(const void *sample, size_t n, size_t esz, unsigned char *buf);
 
 /* Software CRC-32C, for testing the table path against the hardware one. */
 uint32_t scar_ckpt_crc32c_soft(uint32_t crc, const void *buf, size_t len);

@@ -261,7 +261,8 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	struct scar_tensor *vt = NULL, **vp = NULL;
 	struct scar_store_write_opts wo = { .compress = 1, .sync = p->sync,
 					    .threads = p->threads, .clock = st->iteration,
-					    .rank = 0, .ranks = 1, .comm = NULL };
+					    .shuffle = p->o.ckpt_shuffle, .rank = 0, .ranks = 1,
+					    .comm = NULL };
 	struct scar_ckpt_save_opts so;
 	uint64_t period = scar_train_policy_period(o), k = st->iteration;
 	json_t *pol;
@@ -392,6 +393,7 @@ int scar_store_policy_put(struct scar_store_policy *p, struct scar_state *st,
 	scar_ckpt_save_opts_init(&so);
 	so.sync = p->sync;
 	so.threads = p->threads ? p->threads : 1;
+	so.shuffle = o->ckpt_shuffle;
 	if ((rc = scar_ckpt_save(view, vpath, &so, err)))
 		goto out;
 	res->wrote = 1;

@@ -64,8 +64,8 @@ struct scar_ckpt_reader {
 
 	/* What decoding a section writes to: a worker reader has its own
 	 * (ckpt_reader_worker), so a buffer added here must be added there. */
-	unsigned char *raw, *chunk, *scratch;
-	size_t raw_cap, chunk_cap, scratch_cap;
+	unsigned char *raw, *chunk, *scratch, *unshuf;
+	size_t raw_cap, chunk_cap, scratch_cap, unshuf_cap;
 	uint64_t *rows;
 	size_t rows_cap;
 	LZ4F_dctx *dctx;
@@ -783,6 +783,7 @@ void scar_ckpt_reader_close(struct scar_ckpt_reader *r)
 	free(r->raw);
 	free(r->chunk);
 	free(r->scratch);
+	free(r->unshuf);
 	free(r->rows);
 	free(r->index);
 	LZ4F_freeDecompressionContext(r->dctx);
@@ -890,6 +891,8 @@ struct lz4_out {
 	uint64_t produced, raw_len;
 	const struct ckpt_sink *sink;
 	struct ckpt_xxh32 content;
+	size_t esz;			/* a shuffled section kept: its element size, else 0 */
+	size_t staged;			/* then the block decoded so far, in scratch */
 };
 
 static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_t at,
@@ -906,9 +909,10 @@ static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_
 #endif
 	while (pos < n) {
 		size_t in = n - pos, cap;
-		unsigned char *out = o->dst ? o->dst : r->scratch;
+		unsigned char *out = o->esz ? r->scratch + o->staged : o->dst ? o->dst : r->scratch;
 
-		cap = o->dst ? (size_t)(o->raw_len - o->produced) : r->scratch_cap;
+		cap = o->esz ? r->scratch_cap - o->staged :
+		      o->dst ? (size_t)(o->raw_len - o->produced) : r->scratch_cap;
 		*ret = LZ4F_decompress(r->dctx, out, &cap, src + pos, &in, &opt);
 		if (LZ4F_isError(*ret)) {
 			const char *what = lz4_problem(*ret, &rc);
@@ -922,7 +926,9 @@ static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_
 				       (unsigned long long)o->raw_len);
 		scar_ckpt_xxh32_update(&o->content, out, cap);
 		o->produced += cap;
-		if (o->dst)
+		if (o->esz)
+			o->staged += cap;	/* unshuffled when the block is whole */
+		else if (o->dst)
 			o->dst += cap;
 		else if (o->sink && cap && (rc = o->sink->put(o->sink->ctx, out, cap)))
 			return rerr_at(r, err, rc, at + pos, SECFMT "cannot store the rows", SECARG(x));
@@ -938,13 +944,35 @@ static int lz4_feed(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_
 }
 
 /*
+ * Format 1.3: the block just decoded into scratch is unshuffled into the
+ * destination, or handed on to the sink; the checksums are of the shuffled
+ * bytes, so verify, which keeps nothing, never unshuffles.
+ */
+static int unshuffle_block(struct scar_ckpt_reader *r, const struct sec_ctx *x, uint64_t at,
+			   struct lz4_out *o, struct scar_error *err)
+{
+	int rc;
+
+	if (o->dst) {
+		scar_ckpt_unshuffle(o->dst, r->scratch, o->staged, o->esz);
+		o->dst += o->staged;
+	} else {
+		scar_ckpt_unshuffle(r->unshuf, r->scratch, o->staged, o->esz);
+		if (o->staged && (rc = o->sink->put(o->sink->ctx, r->unshuf, o->staged)))
+			return rerr_at(r, err, rc, at, SECFMT "cannot store the rows", SECARG(x));
+	}
+	o->staged = 0;
+	return 0;
+}
+
+/*
  * An LZ4 section: the frame is walked block by block here (its layout is
  * fixed by format v1), each block's and the content's xxHash-32 checked, and
- * each whole block handed to LZ4F to decode.
+ * each whole block handed to LZ4F to decode (and, shuffled, unshuffled).
  */
 static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct sec_ctx *x,
-		      unsigned bcode, uint64_t raw_len, uint64_t stored_len, unsigned char *dst,
-		      const struct ckpt_sink *sink, struct scar_error *err)
+		      unsigned bcode, size_t esz, uint64_t raw_len, uint64_t stored_len,
+		      unsigned char *dst, const struct ckpt_sink *sink, struct scar_error *err)
 {
 	uint64_t left = stored_len, poff = c->random ? c->pos : r->off, at = poff;
 	size_t bs = ckpt_block_size(bcode), ret = 1;
@@ -952,8 +980,11 @@ static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct
 	unsigned char *h;
 	int rc;
 
+	if (!dst && !sink)
+		esz = 0;	/* nothing kept: the checksums need no unshuffling */
 	if (grow_buf(&r->chunk, &r->chunk_cap, bs + 16) ||
-	    (!dst && grow_buf(&r->scratch, &r->scratch_cap, bs)))
+	    ((!dst || esz) && grow_buf(&r->scratch, &r->scratch_cap, bs)) ||
+	    (esz && !dst && grow_buf(&r->unshuf, &r->unshuf_cap, bs)))
 		return rerr(r, err, SCAR_ENOMEM, SECFMT "out of memory", SECARG(x));
 	if (!r->dctx && LZ4F_isError(LZ4F_createDecompressionContext(&r->dctx, LZ4F_VERSION)))
 		return rerr(r, err, SCAR_ENOMEM, SECFMT "out of memory", SECARG(x));
@@ -962,6 +993,8 @@ static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct
 	o.produced = 0;
 	o.raw_len = raw_len;
 	o.sink = sink;
+	o.esz = esz;
+	o.staged = 0;
 	scar_ckpt_xxh32_init(&o.content, 0);
 	h = r->chunk;
 
@@ -1026,7 +1059,8 @@ static int decode_lz4(struct scar_ckpt_reader *r, struct cursor *c, const struct
 		if (scar_ckpt_xxh32(h + 4, size, 0) != ckpt_get32(h + 4 + size))
 			return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "LZ4 block checksum mismatch",
 				       SECARG(x));
-		if ((rc = lz4_feed(r, x, at, h, (size_t)size + 8, &o, &ret, err)))
+		if ((rc = lz4_feed(r, x, at, h, (size_t)size + 8, &o, &ret, err)) ||
+		    (esz && (rc = unshuffle_block(r, x, at, &o, err))))
 			return rc;
 		if (ret == 0)
 			return rerr_at(r, err, SCAR_ECORRUPT, at, SECFMT "LZ4 frame ends early",
@@ -1102,6 +1136,7 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 	si.stored_len = ckpt_get64(h + 32);
 	si.offset = x.hoff;
 	si.compressed = (flags & CKPT_SF_LZ4) != 0;
+	si.shuffled = (flags & CKPT_SF_SHUFFLE) != 0;
 	bcode = (flags & CKPT_SF_BCODE_MASK) >> CKPT_SF_BCODE_SHIFT;
 	if (si.tensor != t || si.shard != s)
 		return rerr_at(r, err, SCAR_ECORRUPT, x.hoff,
@@ -1110,11 +1145,19 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 		return rerr_at(r, err, SCAR_ECORRUPT, x.hoff + 16,
 			       SECFMT "%llu rows, the metadata says %llu", SECARG(&x),
 			       (unsigned long long)si.nrows, (unsigned long long)nrows);
-	/* A block size code without LZ4 means nothing in format 1.x: a flag
-	 * combination from a later version, like an unknown bit. */
-	if ((flags & ~CKPT_SF_KNOWN) || (!si.compressed && bcode) || ckpt_get32(h + 40))
+	/* A block size code or a shuffle without LZ4 means nothing in format
+	 * 1.x: a flag combination from a later version, like an unknown bit. */
+	if ((flags & ~CKPT_SF_KNOWN) || (!si.compressed && (bcode || si.shuffled)) ||
+	    ckpt_get32(h + 40))
 		return rerr_at(r, err, SCAR_EUNSUPPORTED, x.hoff + 12,
 			       SECFMT "unknown flags 0x%x or reserved field set", SECARG(&x), flags);
+	/* As a 1.2 reader would find it: a shuffle in a file that says less is
+	 * unsupported, and so is one of 1-byte elements, which 1.3 leaves undefined. */
+	if (si.shuffled && (r->info.minor < 3 || scar_dtype_size(ti->dtype) < 2))
+		return rerr_at(r, err, SCAR_EUNSUPPORTED, x.hoff + 12,
+			       SECFMT "byte shuffle (flag 0x8) %s", SECARG(&x),
+			       r->info.minor < 3 ? "in a file below version 1.3" :
+						   "of 1-byte elements");
 	if (si.raw_len != nrows * r->row_bytes[t])
 		return rerr_at(r, err, SCAR_ECORRUPT, x.hoff + 24,
 			       SECFMT "raw length %llu is not rows times row size", SECARG(&x),
@@ -1159,7 +1202,8 @@ static int read_section(struct scar_ckpt_reader *r, struct cursor *c, uint64_t h
 				       (unsigned long long)si.raw_len);
 		dst = r->raw;
 	}
-	rc = si.compressed ? decode_lz4(r, c, &x, bcode, si.raw_len, si.stored_len, dst, sink, err)
+	rc = si.compressed ? decode_lz4(r, c, &x, bcode, si.shuffled ? scar_dtype_size(ti->dtype) : 0,
+					si.raw_len, si.stored_len, dst, sink, err)
 			   : decode_raw(r, c, &x, si.raw_len, dst, sink, err);
 	if (rc)
 		return rc;
@@ -1407,6 +1451,7 @@ int scar_ckpt_reader_index(struct scar_ckpt_reader *r,
 			goto out;
 		}
 		s->compressed = (ckpt_get32(t + 12) & CKPT_SF_LZ4) != 0;
+		s->shuffled = (ckpt_get32(t + 12) & CKPT_SF_SHUFFLE) != 0;
 	}
 	if (next_expected(r, &tt, &ss, &nrows) || pos != idx_off) {
 		rc = rerr_at(r, err, SCAR_ECORRUPT, idx_off, "index does not cover every section");
@@ -1477,8 +1522,8 @@ struct scar_ckpt_reader *ckpt_reader_worker(const struct scar_ckpt_reader *r)
 	w->nseen = w->seen_cap = w->nindex = 0;
 	w->have_index = 0;
 	w->counts = NULL;
-	w->raw = w->chunk = w->scratch = NULL;
-	w->raw_cap = w->chunk_cap = w->scratch_cap = 0;
+	w->raw = w->chunk = w->scratch = w->unshuf = NULL;
+	w->raw_cap = w->chunk_cap = w->scratch_cap = w->unshuf_cap = 0;
 	w->rows = NULL;
 	w->rows_cap = 0;
 	w->dctx = NULL;
@@ -1502,6 +1547,7 @@ void ckpt_reader_worker_free(struct scar_ckpt_reader *w)
 	free(w->raw);
 	free(w->chunk);
 	free(w->scratch);
+	free(w->unshuf);
 	free(w->rows);
 	LZ4F_freeDecompressionContext(w->dctx);
 	free(w);

@@ -965,6 +965,7 @@ int scar_store_write(const struct scar_store *s, const struct scar_state *view,
 	so.compress = o->compress;
 	so.sync = o->sync;
 	so.threads = o->threads ? o->threads : 1;
+	so.shuffle = o->shuffle;
 	return o->comm ? write_dist(s, view, o, &so, bytes, err) :
 		write_file(s, view, &so, bytes, err);
 }

@@ -11,6 +11,8 @@
  * frame layout is fixed by format v1 anyway, and the checksums then use our
  * own xxHash-32, several times faster than some liblz4 builds' (see
  * ckpt_xxh32.c). The levels mean what they mean to LZ4F and lz4(1).
+ * With --shuffle, a block is byte-shuffled (ckpt_shuffle.c, format 1.3)
+ * as it is gathered, before anything else sees it.
  */
 #ifdef __linux__
 #define _GNU_SOURCE	/* sync_file_range(2) */
@@ -43,6 +45,7 @@ void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o)
 	o->sync = 1;
 	o->block_size = (size_t)4 << 20;
 	o->threads = 1;
+	o->shuffle = SCAR_SHUFFLE_OFF;
 }
 
 int scar_ckpt_write_all(int fd, const void *buf, size_t n)
@@ -609,6 +612,8 @@ struct block_job {
 	size_t len;
 	unsigned char *buf;	/* when set (= src), the rows of g are gathered into it first */
 	struct gather g;
+	unsigned char *shuf;	/* when set, src is byte-shuffled into it by esz first */
+	size_t esz;
 };
 
 /* Compress job with state (LZ4 fast, or LZ4HC for levels 3 to 12). */
@@ -679,6 +684,11 @@ static void block_run(struct block_job *j, void *state, int level)
 		struct gather g = j->g;
 
 		gather_fill(&g, j->buf, j->n);
+	}
+	/* Shuffled, the frame (and its content checksum) holds the shuffled bytes. */
+	if (j->shuf) {
+		scar_ckpt_shuffle(j->shuf, j->src, j->n, j->esz);
+		j->src = j->shuf;
 	}
 	block_compress(j, state, level);
 }
@@ -838,6 +848,11 @@ struct sect_ctx {
 	/* per block of a batch, for the two batches in flight */
 	unsigned char *bsrc[2][BATCH_MAX], *bdst[2][BATCH_MAX];
 	size_t bcap;			/* their size */
+	unsigned char *bshuf[2][BATCH_MAX];	/* shuffled blocks, made at the first shuffled section */
+	size_t bshuf_cap;
+	size_t esz;			/* shuffle this section's blocks by esz bytes; 0: not */
+	unsigned char *shuf;		/* a shuffled block, when the batch is 1 */
+	size_t shuf_cap;
 };
 
 static int grow(unsigned char **p, size_t *cap, size_t need)
@@ -947,6 +962,21 @@ static int put_blocks(struct wr *w, struct sect_ctx *sc, const struct block_job 
  * batch k gathered and compressed into one half of the buffers while batch
  * k-1 is hashed and put out from the other. state is this thread's.
  */
+/* The shuffled blocks of the two batches in flight, as batch_buffers. */
+static int shuffle_buffers(struct sect_ctx *sc, size_t bs)
+{
+	for (int b = 0; b < 2; b++)
+		for (size_t k = 0; k < sc->batch; k++) {
+			free(sc->bshuf[b][k]);
+			if (!(sc->bshuf[b][k] = malloc(bs))) {
+				sc->bshuf_cap = 0;
+				return SCAR_ENOMEM;
+			}
+		}
+	sc->bshuf_cap = bs;
+	return 0;
+}
+
 static int lz4_rounds(struct wr *w, struct sect_ctx *sc, const unsigned char *data,
 		      struct gather *g, int contiguous, uint64_t raw_len, size_t bs, int stream,
 		      size_t *pos, uint64_t *stored_len, struct ckpt_xxh32 *content, void *state)
@@ -964,6 +994,8 @@ static int lz4_rounds(struct wr *w, struct sect_ctx *sc, const unsigned char *da
 
 			j->n = raw_len - done < bs ? (size_t)(raw_len - done) : bs;
 			j->dst = sc->bdst[cur][n];
+			j->shuf = sc->esz ? sc->bshuf[cur][n] : NULL;
+			j->esz = sc->esz;
 			if (contiguous) {
 				j->src = data + done;
 				j->buf = NULL;
@@ -1016,7 +1048,7 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		struct ckpt_xxh32 content;
 		void *state;
 
-		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT;
+		flags = CKPT_SF_LZ4 | bcode << CKPT_SF_BCODE_SHIFT | (sc->esz ? CKPT_SF_SHUFFLE : 0);
 		if (grow(&sc->out, &sc->out_cap, stream ? bs + 32 : (size_t)(raw_len + 8 * nblocks + 32)))
 			goto oom;
 		if (o->level >= 3 ? !sc->hc && !(sc->hc = malloc((size_t)LZ4_sizeofStateHC()))
@@ -1045,10 +1077,14 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 		if (sc->pool && nblocks > 1) {
 			if (sc->bcap < bs + 16 && batch_buffers(sc, bs))
 				goto oom;
+			if (sc->esz && sc->bshuf_cap < bs && shuffle_buffers(sc, bs))
+				goto oom;
 			if ((rc = lz4_rounds(w, sc, t->data, &g, contiguous, raw_len, bs, stream, &pos,
 					     &stored_len, &content, state)))
 				return rc;
 		} else {
+			if (sc->esz && grow(&sc->shuf, &sc->shuf_cap, raw_len < bs ? (size_t)raw_len : bs))
+				goto oom;
 			for (uint64_t done = 0; done < raw_len;) {
 				struct block_job j = { 0 };
 
@@ -1065,9 +1101,13 @@ static int write_section(struct wr *w, struct sect_ctx *sc, const struct scar_te
 					gather_fill(&g, sc->chunk, j.n);
 					j.src = sc->chunk;
 				}
+				if (sc->esz) {
+					j.shuf = sc->shuf;
+					j.esz = sc->esz;
+				}
 				/* Alone, a block goes straight into the section buffer. */
 				j.dst = sc->out + pos;
-				block_compress(&j, state, o->level);
+				block_run(&j, state, o->level);
 				scar_ckpt_xxh32_update(&content, j.src, j.n);
 				pos += j.len;
 				done += j.n;
@@ -1136,6 +1176,98 @@ oom:
 	return scar_error_set(w->err, SCAR_ENOMEM, "out of memory writing tensor '%s'", t->name);
 }
 
+/* Present rows of each of tensor t's S shards into counts[0..S). */
+static void section_rows(const struct scar_tensor *t, uint32_t S, uint64_t *counts)
+{
+	uint64_t rows = scar_tensor_rows(t);
+
+	for (uint32_t s = 0; s < S; s++)
+		counts[s] = scar_shard_rows(rows, s, S);
+	if (t->present) {
+		memset(counts, 0, S * sizeof(*counts));
+		for (uint64_t r = 0; r < rows; r++)
+			counts[r % S] += t->present[r] != 0;
+	}
+}
+
+/*
+ * The element size to shuffle section (t, s) of nrows rows by, 0 for none:
+ * only LZ4 sections of 2-, 4- and 8-byte elements can be (scar-ckpt(5)).
+ * auto tries LZ4 both ways on the section's first bytes; buf has room for
+ * them and scar_ckpt_shuffle_pays's scratch.
+ */
+static size_t shuffle_esz(const struct scar_tensor *t, uint32_t s, uint32_t S, uint64_t nrows,
+			  const struct scar_ckpt_save_opts *o, unsigned char *buf)
+{
+	size_t esz = scar_dtype_size(t->dtype), rb = scar_tensor_row_bytes(t), n;
+	uint64_t rows = scar_tensor_rows(t);
+	struct gather g = { t->data, t->present, rows, s, S, rb, 0 };
+	const unsigned char *p = buf;
+
+	if (o->shuffle == SCAR_SHUFFLE_OFF || !o->compress || esz < 2 || !rb)
+		return 0;
+	if (o->shuffle == SCAR_SHUFFLE_ON)
+		return esz;
+	n = nrows * rb < CKPT_SHUFFLE_SAMPLE ? (size_t)(nrows * rb) : CKPT_SHUFFLE_SAMPLE;
+	if (S == 1 && nrows == rows) {
+		p = t->data;
+	} else {
+		gather_skip(&g);
+		gather_fill(&g, buf, n);
+	}
+	return scar_ckpt_shuffle_pays(p, n, esz, buf + CKPT_SHUFFLE_SAMPLE) ? esz : 0;
+}
+
+/*
+ * Which sections to shuffle, in file order, decided before the header goes
+ * out: it says 1.3 only when one is. NULL (none) when shuffle is off.
+ */
+static int plan_shuffle(const struct scar_state *st, const struct scar_ckpt_save_opts *o,
+			uint64_t *counts, unsigned char **plan, unsigned *minor,
+			struct scar_error *err)
+{
+	unsigned char *buf = NULL, *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	*plan = NULL;
+	if (o->shuffle == SCAR_SHUFFLE_OFF || !o->compress)
+		return 0;
+	if (o->shuffle == SCAR_SHUFFLE_AUTO && !(buf = malloc(3 * CKPT_SHUFFLE_SAMPLE)))
+		goto oom;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *t = st->tensors[i];
+		uint32_t S = scar_tensor_shards(t, st->shards);
+
+		if (!scar_tensor_rows(t))
+			continue;
+		section_rows(t, S, counts);
+		for (uint32_t s = 0; s < S; s++) {
+			if (!counts[s])
+				continue;
+			if (n == cap) {
+				unsigned char *nv = realloc(v, cap = cap ? 2 * cap : 64);
+
+				if (!nv)
+					goto oom;
+				v = nv;
+			}
+			v[n] = (unsigned char)shuffle_esz(t, s, S, counts[s], o, buf);
+			if (v[n++])
+				*minor = 3;
+		}
+	}
+	*plan = v;
+	v = NULL;
+	goto out;
+oom:
+	rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+out:
+	free(v);
+	free(buf);
+	return rc;
+}
+
 /* scar_ckpt_write_fd; writeback: start writing a regular file back as it is written. */
 static int write_fd(const struct scar_state *st, int fd, const char *name,
 		    const struct scar_ckpt_save_opts *opts, int writeback, struct scar_error *err)
@@ -1143,7 +1275,7 @@ static int write_fd(const struct scar_state *st, int fd, const char *name,
 	struct scar_ckpt_save_opts o;
 	struct wr w = { fd, name ? name : "(fd)", 0, NULL, 0, err, 0, 0, 0, 0 };
 	struct sect_ctx sc = { .batch = 1 };
-	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL;
+	unsigned char h[CKPT_TRAILER_LEN], *idx = NULL, *plan = NULL;
 	size_t nsec = 0, idx_cap = 0;
 	uint64_t *counts = NULL, idx_off;
 	char *meta = NULL;
@@ -1158,6 +1290,8 @@ static int write_fd(const struct scar_state *st, int fd, const char *name,
 		scar_ckpt_save_opts_init(&o);
 	if (o.level < 0 || o.level > 12)
 		return scar_error_set(err, SCAR_EINVAL, "LZ4 level %d out of range 0..12", o.level);
+	if (!scar_shuffle_name(o.shuffle))
+		return scar_error_set(err, SCAR_EINVAL, "unknown shuffle mode %d", o.shuffle);
 	if (!o.block_size)
 		o.block_size = (size_t)4 << 20;
 	if ((rc = check_state(st, err)) || (rc = build_meta(st, w.name, &meta, &meta_len, &minor, err)))
@@ -1182,6 +1316,8 @@ static int write_fd(const struct scar_state *st, int fd, const char *name,
 		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = plan_shuffle(st, &o, counts, &plan, &minor, err)))
+		goto out;
 
 	memcpy(h, SCAR_CKPT_MAGIC, 8);
 	ckpt_put16(h + 8, CKPT_MAJOR);
@@ -1197,17 +1333,10 @@ static int write_fd(const struct scar_state *st, int fd, const char *name,
 	for (size_t i = 0; i < st->ntensors; i++) {
 		const struct scar_tensor *t = st->tensors[i];
 		uint32_t S = scar_tensor_shards(t, st->shards);
-		uint64_t rows = scar_tensor_rows(t);
 
-		if (!rows)
+		if (!scar_tensor_rows(t))
 			continue;
-		for (uint32_t s = 0; s < S; s++)
-			counts[s] = scar_shard_rows(rows, s, S);
-		if (t->present) {
-			memset(counts, 0, S * sizeof(*counts));
-			for (uint64_t r = 0; r < rows; r++)
-				counts[r % S] += t->present[r] != 0;
-		}
+		section_rows(t, S, counts);
 		for (uint32_t s = 0; s < S; s++) {
 			if (!counts[s])
 				continue;
@@ -1222,6 +1351,7 @@ static int write_fd(const struct scar_state *st, int fd, const char *name,
 				idx = ni;
 				idx_cap = nc;
 			}
+			sc.esz = plan ? plan[nsec] : 0;
 			rc = write_section(&w, &sc, t, (uint32_t)i, s, S, counts[s], &o,
 					   idx + nsec * CKPT_IDX_ENTRY_LEN);
 			if (rc)
@@ -1257,11 +1387,14 @@ out:
 		for (size_t k = 0; k < BATCH_MAX; k++) {
 			free(sc.bsrc[b][k]);
 			free(sc.bdst[b][k]);
+			free(sc.bshuf[b][k]);
 		}
 	free(sc.fast);
 	free(sc.hc);
 	free(sc.out);
 	free(sc.chunk);
+	free(sc.shuf);
+	free(plan);
 	free(idx);
 	free(counts);
 	free(w.obuf);

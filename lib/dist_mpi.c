@@ -341,7 +341,7 @@ static int write_dist(struct dt *t, const struct scar_state *view, int partial, 
 	const struct scar_store_comm comm = { store_agree, store_gather, store_bcast, t };
 	struct scar_store_write_opts wo = {
 		.compress = t->c.o->ckpt_compress, .sync = t->c.o->ckpt_sync,
-		.threads = t->c.o->ckpt_threads,
+		.threads = t->c.o->ckpt_threads, .shuffle = t->c.o->ckpt_shuffle,
 		.clock = t->c.clock, .partial = partial, .rank = t->c.R, .ranks = t->c.P,
 		.comm = &comm,
 	};

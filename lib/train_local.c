@@ -30,7 +30,7 @@ static int write_file(struct scar_train_ctx *t, const struct scar_state *s, uint
 {
 	struct scar_store_write_opts wo = {
 		.compress = t->o->ckpt_compress, .sync = t->o->ckpt_sync,
-		.threads = t->o->ckpt_threads,
+		.threads = t->o->ckpt_threads, .shuffle = t->o->ckpt_shuffle,
 		.clock = t->clock, .rank = 0, .ranks = 1, .comm = NULL,
 	};
 
@@ -505,7 +505,7 @@ static int checkpoint_async(struct scar_train_ctx *t, int full)
 	struct scar_train_inflight *f;
 	struct scar_store_write_opts wo = {
 		.compress = t->o->ckpt_compress, .sync = t->o->ckpt_sync,
-		.threads = t->o->ckpt_threads,
+		.threads = t->o->ckpt_threads, .shuffle = t->o->ckpt_shuffle,
 		.clock = t->clock, .rank = 0, .ranks = 1, .comm = NULL,
 	};
 	double t1 = scar_train_now();

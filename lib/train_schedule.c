@@ -246,6 +246,7 @@ void scar_train_opts_init(struct scar_train_opts *o)
 	o->fraction = 1.0;
 	o->ckpt_compress = 1;
 	o->ckpt_sync = 1;
+	o->ckpt_shuffle = SCAR_SHUFFLE_OFF;
 	o->recovery = SCAR_RECOVER_PARTIAL;
 	o->lose_mode = SCAR_LOSE_COUNT;
 	o->lose_count = 1;

@@ -19,14 +19,20 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <lz4.h>
 #include <lz4frame.h>
 
 static FILE *in;
 static uint64_t pos;
+/* The section being read, stored and decoded: freed when bad() exits in
+ * the middle of one, so that a leak checker does not call them leaks. */
+static unsigned char *stored_buf, *decoded_buf;
 
 static _Noreturn void bad(const char *what)
 {
 	fprintf(stderr, "ckpt-reader-indep: offset %" PRIu64 ": %s\n", pos, what);
+	free(stored_buf);
+	free(decoded_buf);
 	exit(1);
 }
 
@@ -34,6 +40,8 @@ static _Noreturn void bad(const char *what)
 static _Noreturn void unsupported(const char *what)
 {
 	fprintf(stderr, "ckpt-reader-indep: offset %" PRIu64 ": unsupported: %s\n", pos, what);
+	free(stored_buf);
+	free(decoded_buf);
 	exit(2);
 }
 
@@ -154,15 +162,62 @@ static void print_elem(const struct tensor *t, const unsigned char *p)
 	}
 }
 
-/* Decode one payload of stored bytes into out (raw bytes), checking it. */
-static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char *out)
+/*
+ * Format 1.3, flag bit 3: the decoded content of each LZ4 data block of n
+ * bytes holds byte j of element i (m = n / e whole elements of e bytes) at
+ * j * m + i, and its last n - m * e bytes as they are. frame (flen bytes)
+ * has been checked and decoded into dec by LZ4F; walk its blocks for their
+ * lengths and put each block's bytes back in place.
+ */
+static void unshuffle_blocks(const unsigned char *frame, uint64_t flen, unsigned char *dec,
+			     size_t e, uint64_t bs)
 {
-	unsigned char *buf = malloc(stored ? stored : 1);
+	unsigned char *tmp = malloc(bs), *blk = malloc(bs);
+	uint64_t p = 15, at = 0;
+
+	if (!tmp || !blk)
+		bad("out of memory");
+	while (p + 4 <= flen && le(frame + p, 4)) {
+		uint32_t w = (uint32_t)le(frame + p, 4), size = w & 0x7FFFFFFFu;
+		uint64_t n;
+
+		if (w >> 31) {
+			n = size;
+		} else {
+			int k = LZ4_decompress_safe((const char *)frame + p + 4, (char *)blk, (int)size,
+						    (int)bs);
+
+			if (k < 0)
+				bad("corrupt LZ4 block");
+			n = (uint64_t)k;
+		}
+		memcpy(tmp, dec + at, n);
+		for (uint64_t i = 0, m = n / e; i < m; i++)
+			for (size_t j = 0; j < e; j++)
+				dec[at + i * e + j] = tmp[j * m + i];
+		at += n;
+		p += 4 + size + 4;	/* size, data, block checksum */
+	}
+	free(tmp);
+	free(blk);
+}
+
+/* Section flags this reader cannot read (scar-ckpt(5)), for a dtype of esz bytes. */
+static int flags_unsupported(uint64_t flags, size_t esz, uint64_t minor)
+{
+	return flags >> 4 || (flags & 14 && !(flags & 1)) || (flags & 8 && (esz < 2 || minor < 3));
+}
+
+/* Decode one payload of stored bytes into out (raw bytes), checking it. */
+static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char *out,
+		    size_t esz, uint64_t minor)
+{
+	unsigned char *buf = stored_buf = malloc(stored ? stored : 1);
 
 	if (!buf)
 		bad("out of memory");
 	rd(buf, stored);
-	if (flags >> 3 || (flags & 6 && !(flags & 1)))
+	if (flags_unsupported(flags, esz, minor))
 		unsupported("section flags");
 	if (!(flags & 1)) {
 		if (flags || stored != raw + 4 || crc32c(buf, raw, 0) != le(buf + raw, 4))
@@ -177,7 +232,7 @@ static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char
 
 		if (stored > 4119 + raw + 8 * ((raw + bs - 1) / bs))
 			bad("LZ4 section longer than the bound");
-		if (flags >> 3 || raw == 0 || stored < 23 || le(buf, 4) != 0x184D2204u ||
+		if (raw == 0 || stored < 23 || le(buf, 4) != 0x184D2204u ||
 		    buf[4] != 0x7C || buf[5] != (4 + b) << 4 || le(buf + 6, 8) != raw)
 			bad("LZ4 section: bad flags or frame header");
 		if (LZ4F_isError(LZ4F_createDecompressionContext(&dc, LZ4F_VERSION)))
@@ -186,8 +241,11 @@ static void payload(uint32_t flags, uint64_t raw, uint64_t stored, unsigned char
 		if (LZ4F_isError(r) || r != 0 || dn != raw || sn != stored)
 			bad(LZ4F_isError(r) ? lz4_words(r) : "LZ4 frame size mismatch");
 		LZ4F_freeDecompressionContext(dc);
+		if (flags & 8)
+			unshuffle_blocks(buf, stored, out, esz, bs);
 	}
 	free(buf);
+	stored_buf = NULL;
 }
 
 int main(int argc, char **argv)
@@ -335,20 +393,22 @@ int main(int argc, char **argv)
 			    le(h + 4, 4) != i || le(h + 8, 4) != s || le(h + 16, 8) != n)
 				bad("section header");
 			/* flags and reserved field before the lengths (the order of checks) */
-			if (le(h + 12, 4) >> 3 || (le(h + 12, 4) & 6 && !(le(h + 12, 4) & 1)))
+			if (flags_unsupported(le(h + 12, 4), t->esz, le(meta_minor, 2)))
 				unsupported("section flags");
 			if (le(h + 40, 4))
 				unsupported("section reserved field");
 			if (le(h + 24, 8) != n * t->rowb)
 				bad("section header");
-			p = buf = malloc(n * t->rowb + 1);
-			payload((uint32_t)le(h + 12, 4), n * t->rowb, le(h + 32, 8), buf);
+			p = buf = decoded_buf = malloc(n * t->rowb + 1);
+			payload((uint32_t)le(h + 12, 4), n * t->rowb, le(h + 32, 8), buf, t->esz,
+				le(meta_minor, 2));
 			for (uint64_t r = s; r < t->rows; r += t->S)
 				if (t->present[r]) {
 					memcpy(t->data + r * t->rowb, p, t->rowb);
 					p += t->rowb;
 				}
 			free(buf);
+			decoded_buf = NULL;
 			if (nsec == cap && !(sec = realloc(sec, (cap *= 2) * sizeof(*sec))))
 				bad("out of memory");
 			sec[nsec][0] = i;

@@ -20,8 +20,8 @@
 static const char usage[] =
 	"usage: mkckpt [--bytes N[K|M|G]] [--cols C] [--dtype T] [--help] [--iteration N]\n"
 	"              [--level N] [--model M] [--no-compress] [--no-state] [--no-sync]\n"
-	"              [--present A:B] [--raw FILE] [--seed N] [--shards S] [--tensors N]\n"
-	"              [--time] [OUT | -]\n"
+	"              [--present A:B] [--raw FILE] [--seed N] [--shards S]\n"
+	"              [--shuffle off|on|auto] [--tensors N] [--threads N] [--time] [OUT | -]\n"
 	"Write a checkpoint of gaussian parameters to OUT; --raw also (or only)\n"
 	"writes the parameter bytes, tensor after tensor, to FILE. --time prints\n"
 	"the seconds the checkpoint write took to stderr.\n";
@@ -41,7 +41,9 @@ static const struct option opts[] = {
 	{ "raw", required_argument, NULL, 'r' },
 	{ "seed", required_argument, NULL, 'e' },
 	{ "shards", required_argument, NULL, 's' },
+	{ "shuffle", required_argument, NULL, 'u' },
 	{ "tensors", required_argument, NULL, 't' },
+	{ "threads", required_argument, NULL, 'j' },
 	{ "time", no_argument, NULL, 'T' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -151,6 +153,11 @@ int main(int argc, char **argv)
 		case 'e': seed = num(optarg); break;
 		case 's': shards = num(optarg); break;
 		case 't': ntens = num(optarg); break;
+		case 'u':
+			if ((so.shuffle = scar_shuffle_parse(optarg)) < 0)
+				die("unknown shuffle", optarg);
+			break;
+		case 'j': so.threads = (unsigned)num(optarg); break;
 		case 'T': timeit = 1; break;
 		default: fputs(usage, stderr); return 2;
 		}

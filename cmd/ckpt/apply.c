@@ -74,6 +74,7 @@ int cmd_apply(int argc, char **argv)
 	size_t n = 0, cap = 0, j, base_at = (size_t)-1, first_dir_end = 0;
 	int c, i, rc, status = EXIT_TROUBLE, sync = 1, stdin_used = 0, moved = 0;
 	uint64_t threads = cli_default_threads();
+	int shuffle = SCAR_SHUFFLE_OFF;
 
 	while ((c = cli_command_getopt(argc, argv, ":ho:", apply_opts)) != -1) {
 		if (c == 'o')
@@ -82,6 +83,8 @@ int cmd_apply(int argc, char **argv)
 			sync = 0;
 		else if (c == OPT_THREADS)
 			threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX);
+		else if (c == OPT_SHUFFLE)
+			shuffle = cli_parse_shuffle("--shuffle", optarg);
 	}
 	if (optind == argc)
 		cli_usage_error("missing operand: BASE");
@@ -223,6 +226,7 @@ int cmd_apply(int argc, char **argv)
 	scar_ckpt_save_opts_init(&so);
 	so.sync = sync;
 	so.threads = (unsigned)threads;
+	so.shuffle = shuffle;
 	status = save_state(base, out ? out : "-", &so);
 out:
 	scar_state_free(base);

@@ -8,7 +8,7 @@ int cmd_convert(int argc, char **argv)
 	struct scar_error e;
 	enum scar_dtype dtype = 0;
 	uint64_t shards = 0, level = 0, threads = cli_default_threads();
-	int c, compress = 1, sync = 1, have_level = 0, status;
+	int c, compress = 1, sync = 1, have_level = 0, shuffle = -1, status;
 	size_t i;
 	const char *in, *out;
 
@@ -28,6 +28,7 @@ int cmd_convert(int argc, char **argv)
 			break;
 		case OPT_NO_SYNC: sync = 0; break;
 		case OPT_SHARDS: shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS); break;
+		case OPT_SHUFFLE: shuffle = cli_parse_shuffle("--shuffle", optarg); break;
 		case OPT_THREADS: threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX); break;
 		}
 	}
@@ -37,6 +38,8 @@ int cmd_convert(int argc, char **argv)
 		cli_usage_error("too many operands");
 	if (have_level && !compress)
 		cli_usage_error("--level needs compression");
+	if (shuffle > 0 && !compress)
+		cli_usage_error("--shuffle %s needs compression", scar_shuffle_name(shuffle));
 	in = input_path(argv[optind]);
 	out = argv[optind + 1];
 	refuse_tty_out(out);
@@ -59,6 +62,8 @@ int cmd_convert(int argc, char **argv)
 		so.level = (int)level;
 	so.sync = sync;
 	so.threads = (unsigned)threads;
+	if (shuffle >= 0)
+		so.shuffle = shuffle;
 	status = save_state(st, out, &so);
 	scar_state_free(st);
 	return status;

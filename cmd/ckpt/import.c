@@ -430,7 +430,7 @@ int cmd_import(int argc, char **argv)
 	struct scar_error e;
 	uint64_t iteration = 0, shards = 1, threads = cli_default_threads();
 	unsigned given = 0;	/* options set: 1 --model, 2 --iteration, 4 --shards */
-	int c, i, status = EXIT_TROUBLE, sync = 1, nmaps = 0;
+	int c, i, status = EXIT_TROUBLE, sync = 1, nmaps = 0, shuffle = SCAR_SHUFFLE_OFF;
 
 	while ((c = cli_command_getopt(argc, argv, ":ho:", import_opts)) != -1) {
 		switch (c) {
@@ -452,6 +452,7 @@ int cmd_import(int argc, char **argv)
 			name = optarg;
 			break;
 		case OPT_NO_SYNC: sync = 0; break;
+		case OPT_SHUFFLE: shuffle = cli_parse_shuffle("--shuffle", optarg); break;
 		case 'o': cli_check_path_arg("--output", optarg, "standard output"); out = optarg; break;
 		case OPT_ROLE:
 			io.role = scar_role_parse(optarg);
@@ -518,6 +519,7 @@ int cmd_import(int argc, char **argv)
 	scar_ckpt_save_opts_init(&so);
 	so.sync = sync;
 	so.threads = (unsigned)threads;
+	so.shuffle = shuffle;
 	status = save_state(st, out, &so);
 out:
 	for (i = 0; i < nmaps; i++)

@@ -180,7 +180,8 @@ static void info_text(const char *path, const struct scar_ckpt_info *in,
 		printf("%7zu  %-*s  %5u  %10llu  %12llu  %12llu  %12llu  %5.2f  %s\n", i, w, name,
 		       s->shard, (unsigned long long)s->nrows, (unsigned long long)s->offset,
 		       (unsigned long long)s->raw_len, (unsigned long long)s->stored_len,
-		       ratio(s->raw_len, s->stored_len), s->compressed ? "lz4" : "raw");
+		       ratio(s->raw_len, s->stored_len),
+		       s->shuffled ? "shuffle+lz4" : s->compressed ? "lz4" : "raw");
 	}
 	for (i = 0; i < in->ntensors; i++)
 		free(qn[i]);
@@ -230,6 +231,7 @@ static void info_json(const char *path, const struct scar_ckpt_info *in,
 		json_put(js, "raw_bytes", json_integer((json_int_t)s->raw_len));
 		json_put(js, "stored_bytes", json_integer((json_int_t)s->stored_len));
 		json_put(js, "compressed", json_boolean(s->compressed));
+		json_put(js, "shuffled", json_boolean(s->shuffled));
 		json_array_append_new(ss, js);
 	}
 	json_put(o, "file", scar_json_text(path));

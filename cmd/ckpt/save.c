@@ -224,6 +224,7 @@ int cmd_save(int argc, char **argv)
 		case OPT_SHARDS: shards = cli_parse_u64("--shards", optarg, 1, SCAR_MAX_SHARDS); break;
 		case OPT_FORCE: force = 1; break;
 		case OPT_NO_SYNC: sync = 0; break;
+		case OPT_SHUFFLE: o.ckpt_shuffle = cli_parse_shuffle("--shuffle", optarg); break;
 		case OPT_STREAM: stream = 1; break;
 		case OPT_THREADS: threads = cli_parse_u64("--threads", optarg, 1, CLI_THREADS_MAX); break;
 		}

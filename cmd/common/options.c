@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "scar/ckpt.h"
 #include "scar/perturb.h"
 #include "scar/shard.h"
 
@@ -166,4 +167,14 @@ size_t cli_parse_u64_list(const char *opt, const char *s, uint64_t *v, size_t ca
 	}
 	free(copy);
 	return n;
+}
+
+int cli_parse_shuffle(const char *opt, const char *s)
+{
+	int v;
+
+	need_value(opt, s);
+	if ((v = scar_shuffle_parse(s)) < 0)
+		cli_usage_error("option '%s': unknown value '%s' (off, on, auto)", opt, s);
+	return v;
 }

@@ -14,6 +14,7 @@
  *                        above 1 is refused with "did you mean 1/N?"
  *   probability  P       in [0, 1], as a decimal
  *   integer list 3,7,9   comma-separated integers in [min, max]
+ *   shuffle      WHEN    off, on or auto (scar/ckpt.h, enum scar_shuffle)
  */
 #ifndef SCAR_CLI_OPTIONS_H
 #define SCAR_CLI_OPTIONS_H
@@ -48,5 +49,8 @@ double cli_parse_probability(const char *opt, const char *s);
 /* Into v[cap]; returns the count (at least one). */
 size_t cli_parse_u64_list(const char *opt, const char *s, uint64_t *v, size_t cap,
 			  uint64_t min, uint64_t max);
+
+/* An enum scar_shuffle. */
+int cli_parse_shuffle(const char *opt, const char *s);
 
 #endif

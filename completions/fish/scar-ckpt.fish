@@ -25,6 +25,7 @@ complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l level -x -a '0
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert" -l dtype -x -a 'f32 f64 f16 bf16' -d 'float type'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from convert import" -l shards -x -d 'shard count'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from apply convert import save" -l threads -x -d 'compression threads'
+complete -c scar-ckpt -n "__fish_seen_subcommand_from apply convert import save" -l shuffle -x -a 'off on auto' -d 'byte-shuffle sections before LZ4'
 
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l format -x -a 'raw npy json safetensors' -d 'output format'
 complete -c scar-ckpt -n "__fish_seen_subcommand_from export" -l rows -x -d 'only rows A..B-1 (A:B)'

@@ -77,6 +77,7 @@ complete -c scar-train -s m -l model -x -a '(__scar_train_models)' -d 'the workl
 complete -c scar-train -l threads -x -d 'compression threads per checkpoint'
 complete -c scar-train -l async -d 'write checkpoints in the background, at most N in flight'
 complete -c scar-train -l no-compress -d 'store checkpoint sections uncompressed'
+complete -c scar-train -l shuffle -x -a 'off on auto' -d 'byte-shuffle checkpoint sections before LZ4'
 complete -c scar-train -l no-sync -d 'do not fsync checkpoint files'
 complete -c scar-train -l no-timing -d 'leave out timing fields'
 complete -c scar-train -l policy -x -a 'none full round-robin random priority' -d 'checkpoint policy'

@@ -46,9 +46,30 @@ struct scar_ckpt_save_opts {
 				   values round up to the next of these, at most 4M */
 	unsigned threads;	/* compress a section's blocks on this many threads (default
 				   1); the file is the same byte for byte whatever the number */
+	int shuffle;		/* enum scar_shuffle (default SCAR_SHUFFLE_OFF) */
 };
 /* The defaults above. */
 void scar_ckpt_save_opts_init(struct scar_ckpt_save_opts *o);
+
+/*
+ * The byte shuffle before LZ4 (format 1.3): each LZ4 block of a section is
+ * regrouped so that the first bytes of all its elements come first, then
+ * the second bytes, and so on (scar-ckpt(5)), which lets LZ4 find the runs
+ * in small integers and in float exponents. Only compressed sections of
+ * tensors of 2-, 4- and 8-byte dtypes are shuffled; a file with a shuffled
+ * section says version 1.3, which scar before 1.3 refuses as unsupported.
+ *
+ *   OFF   never (the default)
+ *   ON    every section that can be
+ *   AUTO  each section that can be, when LZ4's fast level makes its first
+ *         64 KiB smaller shuffled than plain; the same state gives the same
+ *         file, whatever the threads
+ */
+enum scar_shuffle { SCAR_SHUFFLE_OFF, SCAR_SHUFFLE_ON, SCAR_SHUFFLE_AUTO };
+/* "off", "on", "auto" to an enum scar_shuffle; -1 for another name. */
+int scar_shuffle_parse(const char *name);
+/* The name of an enum scar_shuffle, or NULL. */
+const char *scar_shuffle_name(int shuffle);
 
 /*
  * Write st to path atomically: a temporary file in the same directory, fsync,
@@ -133,11 +154,13 @@ struct scar_ckpt_section_info {
 	uint64_t raw_len;		/* decoded payload bytes = nrows * row bytes */
 	uint64_t stored_len;		/* payload bytes on disk */
 	int compressed;
+	int shuffled;			/* LZ4 blocks byte-shuffled (format 1.3) */
 };
 
 struct scar_ckpt_info {
 	int version;			/* the major format version, 1 */
-	int minor;			/* the file's minor version: 2 with an f16 or bf16 tensor, else 1 with a present bitmap, else 0 */
+	int minor;			/* the file's minor version: 3 with a shuffled section, else 2
+					   with an f16 or bf16 tensor, else 1 with a present bitmap, else 0 */
 	char model[SCAR_NAME_MAX];
 	uint64_t iteration;
 	uint32_t shards;

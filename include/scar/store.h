@@ -217,6 +217,7 @@ void scar_store_policy_close(struct scar_store_policy *p);
 struct scar_store_write_opts {
 	int compress, sync;		/* as scar_ckpt_save_opts */
 	unsigned threads;		/* as scar_ckpt_save_opts (0: 1) */
+	int shuffle;			/* as scar_ckpt_save_opts (0: off) */
 	uint64_t clock;			/* the trainer's clock, for the manifest */
 	int partial;			/* for the manifest */
 	uint32_t rank, ranks;

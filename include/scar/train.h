@@ -140,6 +140,7 @@ struct scar_train_opts {
 	 */
 	unsigned ckpt_in_flight;
 	unsigned ckpt_threads;		/* compression threads per checkpoint (0: 1) */
+	int ckpt_shuffle;		/* enum scar_shuffle (scar/ckpt.h; default off) */
 
 	/* failures */
 	uint64_t fail_at[SCAR_TRAIN_MAX_FAILS];

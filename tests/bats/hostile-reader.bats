@@ -58,6 +58,23 @@ def lz4(raw, blocks):
         b = raw[at:at + n]; at += n
         out += struct.pack("<I", n | 0x80000000) + b + struct.pack("<I", xxh32(b))
     return out + struct.pack("<II", 0, xxh32(raw))
+def shuffle(b, e):
+    """scar-ckpt(5), Byte shuffle: byte j of element i to j * m + i, a partial element kept."""
+    m = len(b) // e
+    out = bytearray(b)
+    for i in range(m):
+        for j in range(e):
+            out[j * m + i] = b[i * e + j]
+    return bytes(out)
+def lz4s(raw, blocks, e, content=None):
+    """As lz4(), each block's content shuffled; the content checksum of the shuffled bytes."""
+    d = bytes([0x7C, 0x40]) + struct.pack("<Q", len(raw))
+    out = struct.pack("<I", 0x184D2204) + d + bytes([(xxh32(d) >> 8) & 0xFF])
+    at, s = 0, b""
+    for n in blocks:
+        b = shuffle(raw[at:at + n], e); at += n; s += b
+        out += struct.pack("<I", n | 0x80000000) + b + struct.pack("<I", xxh32(b))
+    return out + struct.pack("<II", 0, xxh32(s if content is None else content))
 def meta(tensors, kind="full", drop=(), raw=None, **kw):
     m = {"format": "scar-ckpt", "version": 1, "model": "", "iteration": 0, "shards": 1,
          "shard_rule": "row mod shards", "kind": kind, "config": {}, "extra": {},
@@ -134,6 +151,17 @@ w("unsup-shard-rule.ckpt", ckpt(meta([ten(4)], shard_rule="row div shards"), [se
 w("order-unsup-flags-before-raw-len.ckpt", ckpt(good, [(4, b"abcde", 8, 0, None)]))
 w("order-unsup-trailer-before-tail.ckpt", ckpt(good, [sec()], tflags=1, tail=b"x"))
 w("order-role-before-shape.ckpt", ckpt(meta([ten(4, role="optimizer", shape=[4, -1])]), [sec()]))
+# 1.3: the byte shuffle; blocks of 7, 50 and 43 bytes end in partial i32 elements
+i32 = struct.pack("<25i", *[k * k - 300 for k in range(25)])
+u64 = struct.pack("<8Q", *[k << 40 | k for k in range(8)])
+w("ok-shuffle-i32.ckpt", ckpt(meta([ten(25, dtype="i32")]), [(25, i32, 9, 0, lz4s(i32, [7, 50, 43], 4))], minor=3))
+w("ok-shuffle-u64.ckpt", ckpt(meta([ten(8, dtype="u64")]), [(8, u64, 9, 0, lz4s(u64, [24, 40], 8))], minor=3))
+w("unsup-shuffle-in-1.2.ckpt", ckpt(meta([ten(25, dtype="i32")]), [(25, i32, 9, 0, lz4s(i32, [100], 4))], minor=2))
+w("unsup-shuffle-u8.ckpt", ckpt(good, [sec(b"abcd", flags=9, stored=lz4s(b"abcd", [4], 1))], minor=3))
+w("unsup-shuffle-without-lz4.ckpt", ckpt(good, [sec(flags=8)], minor=3))
+w("unsup-flag-bit4-lz4.ckpt", ckpt(meta([ten(25, dtype="i32")]), [(25, i32, 0x11, 0, lz4(i32, [100]))], minor=3))
+# the content checksum is of the shuffled bytes: one of the unshuffled ones is damage
+w("bad-shuffle-unshuffled-checksum.ckpt", ckpt(meta([ten(25, dtype="i32")]), [(25, i32, 9, 0, lz4s(i32, [100], 4, content=i32))], minor=3))
 # intact (verify exits 0)
 w("ok-zero-rows-all.ckpt", ckpt(meta([ten(0)])))
 w("ok-zero-rows-list.ckpt", ckpt(meta([ten(0, [])])))
@@ -305,6 +333,33 @@ classify() {
 	[ "$(stat -c %s w.raw)" -eq 513 ]
 }
 
+@test "spec: the byte shuffle (1.3) as the page defines it, odd blocks and tails included" {
+	classify 0 ok-shuffle-i32.ckpt ok-shuffle-u64.ckpt
+	python3 -c "
+import struct, sys
+sys.stdout.buffer.write(struct.pack('<25i', *[k * k - 300 for k in range(25)]))" > want.raw
+	scar-ckpt export --tensor w --format raw -o got.raw ok-shuffle-i32.ckpt
+	cmp want.raw got.raw
+	cat ok-shuffle-i32.ckpt | scar-ckpt export --tensor w --format raw -o got.raw -
+	cmp want.raw got.raw
+	[ "$("$SCAR_ROOT/tools/ckpt-reader-indep" ok-shuffle-i32.ckpt | tail -1)" = \
+		"w 24 276" ]
+	[ "$(scar-ckpt export --format json ok-shuffle-u64.ckpt | jq -c '.data[7]')" = '[7696581394439]' ]
+	[ "$("$SCAR_ROOT/tools/ckpt-reader-indep" ok-shuffle-u64.ckpt | tail -1)" = "w 7 7696581394439" ]
+	scar-ckpt info ok-shuffle-i32.ckpt | grep -q ' shuffle+lz4$'
+	# what a 1.2 reader (scar before 1.3) does with a shuffled section: unsupported, exit 2
+	classify 2 unsup-shuffle-*.ckpt unsup-flag-bit4-lz4.ckpt
+	run -2 scar-ckpt verify unsup-shuffle-in-1.2.ckpt
+	[[ $output == *"section 0 (tensor 'w', shard 0): byte shuffle (flag 0x8) in a file below version 1.3"* ]]
+	run -2 scar-ckpt verify unsup-shuffle-u8.ckpt
+	[[ $output == *"byte shuffle (flag 0x8) of 1-byte elements"* ]]
+	run -2 scar-ckpt verify unsup-flag-bit4-lz4.ckpt
+	[[ $output == *"unknown flags 0x11"* ]]
+	classify 1 bad-shuffle-unshuffled-checksum.ckpt
+	run -1 scar-ckpt verify bad-shuffle-unshuffled-checksum.ckpt
+	[[ $output == *"content checksum mismatch"* ]]
+}
+
 @test "spec: the order of checks decides the class of a file with several problems" {
 	classify 2 order-unsup-flags-before-raw-len.ckpt order-unsup-trailer-before-tail.ckpt \
 		order-role-before-shape.ckpt
@@ -317,7 +372,8 @@ classify() {
 	for f in tail7 bad-bitmap-in-1.0 unsup-bcode-without-lz4 bad-lz4-514-blocks ok-lz4-513-blocks; do
 		cmp "$f.ckpt" "$SCAR_ROOT/tests/fuzz/corpus/ckpt-load/reader-$f.ckpt"
 	done
-	for f in ok-f16-in-1.2 ok-bf16-in-1.2 unsup-f16-in-1.1; do
+	for f in ok-f16-in-1.2 ok-bf16-in-1.2 unsup-f16-in-1.1 ok-shuffle-i32 unsup-shuffle-in-1.2 \
+		 bad-shuffle-unshuffled-checksum; do
 		cmp "$f.ckpt" "$SCAR_ROOT/tests/fuzz/corpus/ckpt-load/reader-$f.ckpt"
 		cmp "$f.ckpt" "$SCAR_ROOT/tests/fuzz/corpus/ckpt-stream/reader-$f.ckpt"
 	done

@@ -2,7 +2,8 @@
  * test-ckpt-corrupt.c - damaged checkpoints are rejected with the right class
  * of error and never crash: truncation at every byte, every single bit
  * flipped, wrong magic, a future version, absurd declared sizes, an empty
- * file, trailing garbage, unknown flags, malformed present bitmaps.
+ * file, trailing garbage, unknown flags, malformed present bitmaps; all of it
+ * for raw, LZ4 and byte-shuffled LZ4 sections (format 1.3).
  *
  * With --write-fixtures DIR it writes the golden files of tests/fixtures/ckpt
  * instead (see the README there).
@@ -50,8 +51,8 @@ static struct scar_state *mkstate(void)
 	return st;
 }
 
-/* The checkpoint of mkstate(), in memory. */
-static unsigned char *image(int compress, size_t *n)
+/* The checkpoint of mkstate(), in memory: raw (mode 0), LZ4 (1), shuffled LZ4 (2). */
+static unsigned char *image(int mode, size_t *n)
 {
 	struct scar_state *st = mkstate();
 	struct scar_ckpt_save_opts o;
@@ -60,7 +61,8 @@ static unsigned char *image(int compress, size_t *n)
 	int fd;
 
 	scar_ckpt_save_opts_init(&o);
-	o.compress = compress;
+	o.compress = mode > 0;
+	o.shuffle = mode == 2 ? SCAR_SHUFFLE_ON : SCAR_SHUFFLE_OFF;
 	o.sync = 0;
 	CHECK_RC(scar_ckpt_save(st, path, &o, NULL));
 	scar_state_free(st);
@@ -500,6 +502,37 @@ static void test_lz4_undecodable(const unsigned char *orig, size_t n)
 	free(b);
 }
 
+/*
+ * The byte shuffle's flag where format 1.3 does not define it, each resealed:
+ * unsupported, as a 1.2 reader finds any shuffled section, on every path.
+ */
+static void test_shuffle_flags(const unsigned char *orig, size_t n)
+{
+	unsigned char *b = malloc(n);
+	struct layout l = layout_of(orig, n);
+	unsigned char *f = b + l.first_section + 12;
+	struct scar_error e;
+
+	memcpy(b, orig, n);
+	CHECK(ckpt_get16(b + 10) == 3 && (*f & 0x9) == 0x9);
+	for (int k = 0; k < 3; k++) {
+		memcpy(b, orig, n);
+		if (k == 0) {
+			ckpt_put16(b + 10, 2);	/* a file that says 1.2 */
+			recrc(b, 12);
+		} else {
+			*f = k == 1 ? (unsigned char)(*f & ~1u) & ~6u : *f | 0x10;	/* no LZ4; bit 4 */
+			recrc(b + l.first_section, 44);
+		}
+		put(path, b, n);
+		CHECK(scar_ckpt_verify(path, &e) == SCAR_EUNSUPPORTED);
+		CHECK(strstr(e.msg, "section 0 (tensor 'w', shard 0)") == e.msg);
+		CHECK(load_file(&e) == SCAR_EUNSUPPORTED);
+		CHECK(load_pipe(b, n, &e) == SCAR_EUNSUPPORTED);
+	}
+	free(b);
+}
+
 /* The golden files and what each must give; checked when they are present. */
 static const struct {
 	const char *name;
@@ -592,12 +625,14 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--write-fixtures") == 0) {
 		rc = write_fixtures(argv[2]);
 	} else {
-		for (int comp = 1; comp >= 0; comp--) {
-			img = image(comp, &n);
+		for (int mode = 2; mode >= 0; mode--) {
+			img = image(mode, &n);
 			test_truncation(img, n);
 			test_bitflips(img, n);
 			test_crafted(img, n);
-			if (comp) {
+			if (mode == 2)
+				test_shuffle_flags(img, n);
+			if (mode) {
 				test_huge_shape(img, n);
 				test_bitmaps(img, n);
 				test_lz4_undecodable(img, n);

@@ -1,5 +1,5 @@
 /* test-ckpt.c - checkpoint format v1: round trips, random access, pipes, apply, list, atomicity,
- * interleaved rows (present bitmaps, format 1.1). */
+ * interleaved rows (present bitmaps, format 1.1), the byte shuffle (format 1.3). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -312,6 +312,256 @@ static void test_halves(void)
 	scar_state_free(ld);
 	scar_state_free(st);
 	unlink(unit_tmp("h.ckpt"));
+}
+
+/* The shuffle of scar-ckpt(5), written out: byte j of element i to j * m + i, the tail kept. */
+static void shuffle_ref(unsigned char *d, const unsigned char *s, size_t n, size_t e)
+{
+	size_t m = n / e;
+
+	for (size_t k = 0; k < n; k++)
+		d[k] = s[k];
+	for (size_t i = 0; i < m; i++)
+		for (size_t j = 0; j < e; j++)
+			d[j * m + i] = s[i * e + j];
+}
+
+static void test_shuffle_kernel(void)
+{
+	/* scar-ckpt(5)'s example: i32 1, 2, 258 */
+	static const unsigned char r[12] = { 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 0, 0 };
+	static const unsigned char want[12] = { 1, 2, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+	unsigned char a[1000], b[1000], c[1000], ref[1000];
+	int bad = 0;
+
+	scar_ckpt_shuffle(b, r, 12, 4);
+	CHECK(memcmp(b, want, 12) == 0);
+	for (size_t i = 0; i < sizeof(a); i++)
+		a[i] = (unsigned char)rnd();
+	/* every element size the code has a path for, and others; every tail */
+	for (size_t e = 1; e <= 9; e++)
+		for (size_t n = 0; n <= 300; n += (n < 40 ? 1 : 13)) {
+			memset(b, 0xAA, sizeof(b));
+			memset(c, 0x55, sizeof(c));
+			shuffle_ref(ref, a + 3, n, e);
+			scar_ckpt_shuffle(b, a + 3, n, e);
+			scar_ckpt_unshuffle(c, b, n, e);
+			if (memcmp(b, ref, n) || memcmp(c, a + 3, n) || b[n] != 0xAA || c[n] != 0x55)
+				if (bad++ < 5)
+					fprintf(stderr, "shuffle: e %zu n %zu wrong\n", e, n);
+		}
+	CHECK(bad == 0);
+	/* auto: small integers pay, random bytes do not, a tie is no */
+	{
+		uint32_t v[4096];
+		unsigned char scratch[2 * CKPT_SHUFFLE_SAMPLE];
+
+		for (size_t i = 0; i < 4096; i++)
+			v[i] = (uint32_t)(rnd() % 1000);
+		CHECK(scar_ckpt_shuffle_pays(v, sizeof(v), 4, scratch) == 1);
+		CHECK(scar_ckpt_shuffle_pays(v, sizeof(v), 1, scratch) == 0);
+		for (size_t i = 0; i < 4096; i++)
+			v[i] = (uint32_t)rnd();
+		CHECK(scar_ckpt_shuffle_pays(v, sizeof(v), 4, scratch) == 0);
+		memset(v, 0, sizeof(v));
+		CHECK(scar_ckpt_shuffle_pays(v, sizeof(v), 4, scratch) == 0);
+	}
+	CHECK(scar_shuffle_parse("auto") == SCAR_SHUFFLE_AUTO && scar_shuffle_parse("On") == -1);
+	CHECK(strcmp(scar_shuffle_name(SCAR_SHUFFLE_OFF), "off") == 0 && !scar_shuffle_name(3));
+}
+
+/* The file at path, in memory. */
+static unsigned char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *b = NULL;
+	long len;
+
+	*n = 0;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (b = malloc((size_t)len + 1)) && fread(b, 1, (size_t)len, f) == (size_t)len)
+		*n = (size_t)len;
+	fclose(f);
+	return b;
+}
+
+/* A state of every dtype whose sections span several 64 KiB blocks, and end off a block. */
+static struct scar_state *shuffle_state(void)
+{
+	static const enum scar_dtype dts[] = { SCAR_F32, SCAR_F64, SCAR_F16, SCAR_BF16, SCAR_I32,
+					       SCAR_U32, SCAR_I64, SCAR_U64, SCAR_U8 };
+	struct scar_state *st = NULL;
+	char name[32];
+
+	CHECK_RC(scar_state_new(&st, "lda", NULL));
+	st->shards = 3;
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+		uint64_t shape[2] = { 9001 + d, 7 };
+		struct scar_tensor *t = NULL;
+
+		snprintf(name, sizeof(name), "%s", scar_dtype_name(dts[d]));
+		CHECK_RC(scar_tensor_new(&t, name, dts[d], d % 2 ? SCAR_ROLE_STATE : SCAR_ROLE_PARAM,
+					 2, shape, NULL));
+		/* small integers: what shuffling is for */
+		for (uint64_t i = 0; i < scar_tensor_elems(t); i++)
+			scar_tensor_set(t, i, (double)(rnd() % 50));
+		CHECK_RC(scar_state_add(st, t, NULL));
+	}
+	return st;
+}
+
+/*
+ * Shuffled checkpoints (format 1.3): every dtype round-trips through every
+ * decoding path (load from a file and a pipe, whole tensors and scattered
+ * shards, the streaming and the random-access reader); exactly the LZ4
+ * sections of 2- to 8-byte dtypes are shuffled, and only then is the file
+ * 1.3; the bytes are the same for every thread count, file or pipe.
+ */
+static void test_shuffle(void)
+{
+	struct scar_state *st = shuffle_state(), *ld = NULL;
+	struct scar_ckpt_save_opts o;
+	struct scar_error e;
+	size_t n1 = 0, n2;
+
+	make_partial(st);
+	for (int mode = SCAR_SHUFFLE_OFF; mode <= SCAR_SHUFFLE_AUTO; mode++) {
+		unsigned char *one = NULL;
+
+		for (unsigned threads = 1; threads <= 5; threads += 2) {
+			struct scar_ckpt_reader *r = NULL, *q = NULL;
+			const struct scar_ckpt_section_info *ix;
+			struct scar_ckpt_section sec, sq;
+			unsigned char *b;
+			int rc, nidx, k = 0;
+
+			scar_ckpt_save_opts_init(&o);
+			o.sync = 0;
+			o.block_size = (size_t)64 << 10;
+			o.shuffle = mode;
+			o.threads = threads;
+			CHECK_E(scar_ckpt_save(st, unit_tmp("sh.ckpt"), &o, &e), e);
+			b = slurp(unit_tmp("sh.ckpt"), &n2);
+			if (!one) {
+				one = b;
+				n1 = n2;
+			} else {
+				CHECK(b && n1 == n2 && memcmp(one, b, n1) == 0);
+				free(b);
+			}
+			CHECK_E(scar_ckpt_verify(unit_tmp("sh.ckpt"), &e), e);
+			CHECK_E(scar_ckpt_load(unit_tmp("sh.ckpt"), &ld, &e), e);
+			CHECK(ld && same_state(st, ld));
+			scar_state_free(ld);
+			ld = NULL;
+			CHECK_E(scar_ckpt_reader_open(&r, unit_tmp("sh.ckpt"), &e), e);
+			CHECK_E(scar_ckpt_reader_open(&q, unit_tmp("sh.ckpt"), &e), e);
+			if (!r || !q)
+				break;
+			nidx = scar_ckpt_reader_index(q, &ix, &e);
+			while ((rc = scar_ckpt_reader_next(r, &sec, &e)) == 1) {
+				const struct scar_tensor *t = st->tensors[sec.info.tensor];
+				size_t rb = scar_tensor_row_bytes(t), esz = scar_dtype_size(t->dtype);
+				int bad = 0;
+
+				for (uint64_t i = 0; i < sec.info.nrows; i++)
+					bad |= memcmp(scar_tensor_row(t, sec.rows[i]),
+						      (const char *)sec.data + i * rb, rb) != 0;
+				CHECK(!bad);
+				CHECK(k < nidx && ix[k].shuffled == sec.info.shuffled);
+				CHECK(sec.info.compressed);
+				CHECK(!sec.info.shuffled || esz > 1);
+				if (mode == SCAR_SHUFFLE_ON)
+					CHECK(sec.info.shuffled == (esz > 1));
+				if (mode == SCAR_SHUFFLE_OFF)
+					CHECK(!sec.info.shuffled);
+				/* small integers: auto shuffles them (not f16 and bf16) */
+				if (mode == SCAR_SHUFFLE_AUTO && !scar_dtype_is_float(t->dtype))
+					CHECK(sec.info.shuffled == (esz > 1));
+				CHECK_E(scar_ckpt_reader_section(q, sec.info.tensor, sec.info.shard, &sq, &e),
+					e);
+				CHECK(sq.info.raw_len == sec.info.raw_len &&
+				      memcmp(sq.data, sec.data, (size_t)sq.info.raw_len) == 0);
+				k++;
+			}
+			CHECK(rc == 0 && k == nidx);
+			CHECK(scar_ckpt_reader_info(r)->minor == (mode ? 3 : 2));
+			scar_ckpt_reader_close(r);
+			scar_ckpt_reader_close(q);
+		}
+		/* through a pipe: the same bytes, and they load */
+		{
+			int fds[2], status = -1;
+			size_t got = 0;
+			unsigned char *b = malloc(n1 + 1);
+			ssize_t k;
+			pid_t pid;
+
+			CHECK(b && pipe(fds) == 0);
+			pid = fork();
+			if (pid == 0) {
+				close(fds[0]);
+				_exit(scar_ckpt_write_fd(st, fds[1], "pipe", &o, NULL) ? 1 : 0);
+			}
+			close(fds[1]);
+			while (b && (k = read(fds[0], b + got, n1 + 1 - got)) > 0)
+				got += (size_t)k;
+			close(fds[0]);
+			waitpid(pid, &status, 0);
+			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			CHECK(got == n1 && one && memcmp(b, one, n1) == 0);
+			CHECK(pipe(fds) == 0);
+			pid = fork();
+			if (pid == 0) {
+				close(fds[0]);
+				_exit(write(fds[1], b, got) == (ssize_t)got ? 0 : 1);
+			}
+			close(fds[1]);
+			CHECK_E(scar_ckpt_load_fd(fds[0], "pipe", &ld, &e), e);
+			CHECK(ld && same_state(st, ld));
+			scar_state_free(ld);
+			ld = NULL;
+			close(fds[0]);
+			waitpid(pid, &status, 0);
+			free(b);
+		}
+		free(one);
+	}
+	/* Whole tensors (one shard, every row): they decode into the tensor itself. */
+	st->shards = 1;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		free(st->tensors[i]->present);
+		st->tensors[i]->present = NULL;
+	}
+	scar_ckpt_save_opts_init(&o);
+	o.sync = 0;
+	o.shuffle = SCAR_SHUFFLE_ON;
+	o.level = 9;
+	CHECK_E(scar_ckpt_save(st, unit_tmp("sh.ckpt"), &o, &e), e);
+	CHECK_E(scar_ckpt_load(unit_tmp("sh.ckpt"), &ld, &e), e);
+	CHECK(ld && same_state(st, ld));
+	scar_state_free(ld);
+	/* Shuffle without compression is nothing: a 1.2 file of raw sections. */
+	o.compress = 0;
+	CHECK_E(scar_ckpt_save(st, unit_tmp("sh.ckpt"), &o, &e), e);
+	{
+		struct scar_ckpt_reader *r = NULL;
+		struct scar_ckpt_section sec;
+		int rc, any = 0;
+
+		CHECK_E(scar_ckpt_reader_open(&r, unit_tmp("sh.ckpt"), &e), e);
+		CHECK(r && scar_ckpt_reader_info(r)->minor == 2);
+		while (r && (rc = scar_ckpt_reader_next(r, &sec, &e)) == 1)
+			any |= sec.info.compressed | sec.info.shuffled;
+		CHECK(!any);
+		scar_ckpt_reader_close(r);
+	}
+	o.shuffle = 7;
+	CHECK(scar_ckpt_save(st, unit_tmp("sh.ckpt"), &o, &e) == SCAR_EINVAL);
+	scar_state_free(st);
+	unlink(unit_tmp("sh.ckpt"));
 }
 
 static void test_random_access(void)
@@ -743,6 +993,8 @@ int main(void)
 	test_big();
 	test_interleaved_rows();
 	test_halves();
+	test_shuffle_kernel();
+	test_shuffle();
 	test_random_access();
 	test_pipe();
 	test_no_sections();
