@@ -188,6 +188,12 @@ split_stream() {
 	$1 == "R" {
 		rec[++nrec] = $2 + 0; recobj[nrec] = $3
 		delta[$2 + 0] += $4
+		# the line drops (or jumps) to the recovered state at the same clock
+		if (y == "objective" && $3 != "-") {
+			if (scale == "log" && $3 + 0 <= 0)
+				fail("'\''" name "'\'': the objective is " $3 " after the recovery at iteration " $2 ", not above 0: a log axis cannot show it (use --linear)")
+			print $2 "\t" $3 > (pre ".iter")
+		}
 		next
 	}
 	END {
