@@ -46,10 +46,13 @@ TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_BIN := $(TOOL_SRC:.c=)
 MAN_SRC  := $(sort $(wildcard man/*.[157]))
 HEADERS  := $(sort $(wildcard include/scar/*.h))
+# Tools written in sh: examples/NAME.sh is built into ./NAME, beside the C
+# tools (so that PATH=$PWD:$PATH finds it too), with the version filled in.
+SCRIPTS  := scar-plot
 
 .PHONY: FORCE experiment all check unit-check bats-check lint-man install uninstall clean deps bench data fuzz valgrind-check tsan-check
 
-all: $(PROGS) lib/libscar.a scar.pc $(TOOL_BIN)
+all: $(PROGS) $(SCRIPTS) lib/libscar.a scar.pc $(TOOL_BIN)
 
 # sanitize.stamp holds the SANITIZE of the build. Everything compiled depends
 # on it, so changing SANITIZE rebuilds all instead of mixing instrumented and
@@ -95,6 +98,9 @@ examples/%: examples/%.c lib/libscar.a $(HEADERS) sanitize.stamp
 
 tools/%: tools/%.c lib/libscar.a $(HEADERS) sanitize.stamp
 	$(CC) $(ALL_CFLAGS) -o $@ $< lib/libscar.a $(ALL_LDFLAGS) $(LDLIBS)
+
+$(SCRIPTS): %: examples/%.sh Makefile
+	sed 's/^version=.*/version=$(VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv -f $@.tmp $@
 
 tests/fault-shim.so: tests/fault-shim.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
@@ -200,7 +206,7 @@ install: all
 	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
 	  $(DESTDIR)$(DATADIR)/scar
-	install -m 755 $(PROGS) $(DESTDIR)$(BINDIR)
+	install -m 755 $(PROGS) $(SCRIPTS) $(DESTDIR)$(BINDIR)
 	install -m 644 man/scar-events.schema.json $(DESTDIR)$(DATADIR)/scar
 	install -m 644 lib/libscar.a $(DESTDIR)$(LIBDIR)
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/scar
@@ -212,7 +218,7 @@ install: all
 	for f in completions/fish/*; do [ ! -f "$$f" ] || install -m 644 $$f $(DESTDIR)$(FISHCOMPDIR) || exit 1; done
 
 uninstall:
-	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
+	for p in $(PROGS) $(SCRIPTS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	rm -f $(DESTDIR)$(LIBDIR)/libscar.a $(DESTDIR)$(PKGCONFIGDIR)/scar.pc
 	rm -f $(DESTDIR)$(DATADIR)/scar/scar-events.schema.json
 	for h in $(HEADERS); do rm -f $(DESTDIR)$(INCLUDEDIR)/scar/$${h##*/}; done
@@ -223,7 +229,7 @@ uninstall:
 	for d in $(SCAR_RMDIRS); do [ ! -d $(DESTDIR)$$d ] || rmdir $(DESTDIR)$$d 2>/dev/null || true; done
 
 clean:
-	rm -f lib/*.o cmd/common/*.o lib/libscar.a scar.pc $(PROGS) $(UNIT_BIN) $(EX_BIN) $(TOOL_BIN) tests/fault-shim.so
+	rm -f lib/*.o cmd/common/*.o lib/libscar.a scar.pc $(PROGS) $(SCRIPTS) $(UNIT_BIN) $(EX_BIN) $(TOOL_BIN) tests/fault-shim.so
 	rm -f sanitize.stamp
 	rm -rf tests/fuzz/bin valgrind.out
 

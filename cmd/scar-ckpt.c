@@ -132,8 +132,9 @@ static const struct cli_command commands[] = {
 	{ "export", cmd_export,
 	  "[--format raw|npy|json|safetensors] [--help] [-o OUT] [--rows A:B] [--shard N]\n"
 	  "                        [--tensor NAME] [FILE | -]",
-	  "Write a tensor's present rows as raw little-endian bytes, .npy or JSON.",
-	  "  --format F      raw, npy, json or safetensors (default: from OUT's suffix, else raw)\n"
+	  "Write a tensor's present rows as raw bytes, .npy, JSON or safetensors.",
+	  "  --format F      raw, npy, json or safetensors (default: from OUT's suffix, else raw);\n"
+	  "                  safetensors without --tensor writes the whole model\n"
 	  "  --help          show this help and exit\n"
 	  "  -o, --output OUT  write to OUT (default stdout)\n"
 	  "  --rows A:B      only rows A..B-1 (either end may be left out)\n"

@@ -4,7 +4,7 @@ set -l cmds apply convert export import info ls save verify help
 complete -c scar-ckpt -f
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a apply -d 'apply partial checkpoints onto a full base'
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a convert -d 'rewrite compression, precision or shards'
-complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a export -d 'write a tensor as raw, .npy or JSON'
+complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a export -d 'write a tensor as raw, .npy, JSON or safetensors'
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a import -d 'make a checkpoint of raw or .npy arrays'
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a info -d 'show metadata, tensors and section sizes'
 complete -c scar-ckpt -n "not __fish_seen_subcommand_from $cmds" -a ls -d 'list the checkpoints of a directory'
