@@ -629,3 +629,24 @@ PY
 	[[ $stderr == "ckpt-reader-indep: offset "*": LZ4 block checksum mismatch" ]]
 	[ "$(grep -c '^w ' indep.txt)" -eq 37 ]
 }
+
+@test "bash completion: export --tensor offers the file operand's tensors" {
+	run scar-train -m mf -n 2 --checkpoint-dir "$BATS_TEST_TMPDIR/run" -q
+	assert_success
+	f=$(ls "$BATS_TEST_TMPDIR"/run/ckpt-*.ckpt | head -n 1)
+	# bc [CWORD] WORDS...: the completions at word CWORD (default the last)
+	bc() {
+		local cw=-1
+		case $1 in [0-9]*) cw=$1; shift ;; esac
+		bash -c 'cw=$2; source "$1"; shift 2
+			COMP_WORDS=("$@"); COMP_CWORD=$cw; ((cw >= 0)) || COMP_CWORD=$(($# - 1)); COMPREPLY=()
+			_scar_ckpt; printf "%s\n" "${COMPREPLY[@]}"' _ "$SCAR_ROOT/completions/bash/scar-ckpt" "$cw" "$@"
+	}
+	want=$(scar-ckpt info --json "$f" | /usr/bin/python3 -c 'import json,sys; print("\n".join(t["name"] for t in json.load(sys.stdin)["tensors"]))')
+	[ -n "$want" ]
+	[ "$(bc scar-ckpt export "$f" --tensor "")" = "$want" ]
+	[ "$(bc 3 scar-ckpt export --tensor "" "$f")" = "$want" ]
+	[ "$(bc 3 scar-ckpt export --tensor item "$f")" = "$(printf '%s\n' "$want" | grep '^item')" ]
+	# no file operand yet: nothing to offer
+	[ -z "$(bc scar-ckpt export --tensor "")" ]
+}
