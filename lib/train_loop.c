@@ -931,7 +931,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		if (!prev || (is_param(c->st->tensors[i]) &&
 			      !(prev[i] = malloc(scar_tensor_bytes(c->st->tensors[i]) + 1))))
 			rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
-	if ((rc = agree(c, rc)))
+	if ((rc = agree(c, rc)) || (c->ops->publish && (rc = c->ops->publish(c))))
 		goto out;
 	while (!*done && c->clock < limit) {
 		struct scar_state *st = c->st;
@@ -975,6 +975,8 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			*done = 1;
 		if (!o->measure_cost && c->clock >= N)
 			*done = 1;
+		if (c->ops->publish && (rc = c->ops->publish(c)))
+			goto out;
 	}
 	/* The run's checkpoints are all durable before its summary. */
 	if (c->ops->collect)
