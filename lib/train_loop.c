@@ -552,7 +552,7 @@ json_t *scar_train_checkpoint_event(struct scar_train_ctx *c, int full, uint64_t
  * every rank rolls back to the last full checkpoint (full). Then every
  * rank's copy is refreshed from the owners.
  */
-static int fail_and_recover(struct scar_train_ctx *c)
+static int fail_and_recover(struct scar_train_ctx *c, const uint8_t *given)
 {
 	struct scar_state *st = c->st, *pre = NULL;
 	uint32_t S = st->shards;
@@ -576,7 +576,9 @@ static int fail_and_recover(struct scar_train_ctx *c)
 		rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = scar_train_pick_shards(c->o, S, c->clock, lost, c->err)))
+	if (given)
+		memcpy(lost, given, S);
+	else if ((rc = scar_train_pick_shards(c->o, S, c->clock, lost, c->err)))
 		goto out;
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s]) {
@@ -931,7 +933,12 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		if (!prev || (is_param(c->st->tensors[i]) &&
 			      !(prev[i] = malloc(scar_tensor_bytes(c->st->tensors[i]) + 1))))
 			rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
-	if ((rc = agree(c, rc)) || (c->ops->publish && (rc = c->ops->publish(c))))
+	if ((rc = agree(c, rc)))
+		goto out;
+	/* A real failure's survivors resumed: the dead ranks' shards, as a failure here. */
+	if (o->resume && o->resume_lost && (rc = agree(c, fail_and_recover(c, o->resume_lost))))
+		goto out;
+	if (c->ops->publish && (rc = c->ops->publish(c)))
 		goto out;
 	while (!*done && c->clock < limit) {
 		struct scar_state *st = c->st;
@@ -963,7 +970,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		    (rc = agree(c, c->ops->checkpoint(c, o->policy == SCAR_POLICY_FULL))))
 			goto out;
 		if (c->clock <= N && scar_train_fails_at(o, c->clock) &&
-		    (rc = agree(c, fail_and_recover(c))))
+		    (rc = agree(c, fail_and_recover(c, NULL))))
 			goto out;
 		/* Background checkpoints that became durable: their events, in order. */
 		if (c->ops->collect && (rc = c->ops->collect(c, 0)))
