@@ -615,6 +615,9 @@ static int fail_and_recover(struct scar_train_ctx *c, const uint8_t *given)
 		json_object_set(rec, "ranks", ranks);
 	if (rec && in_flight)
 		json_object_set_new(rec, "ckpt_in_flight", json_integer((json_int_t)in_flight));
+	/* A real process death (survivor files resumed, scar-mpi(7)), not a simulated one. */
+	if (rec && given)
+		json_object_set_new(rec, "real", json_true());
 	if ((rc = scar_train_emit(c, rec)))
 		goto out;
 	/* auto: the choice reads the survivors and the saved view only (lost rows are destroyed). */
@@ -698,6 +701,11 @@ static int fail_and_recover(struct scar_train_ctx *c, const uint8_t *given)
 			"rows_restored", (json_int_t)(how == SCAR_RECOVER_NONE ? 0 : rows_lost),
 			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
 			"resume_state_iter", (json_int_t)st->iteration, "objective", obj);
+	/* The dead rank's rows at the failure died with it: their change is unknown. */
+	if (rec && given) {
+		json_object_set_new(rec, "delta_norm", json_null());
+		json_object_set_new(rec, "real", json_true());
+	}
 	if (rec && autoinfo)
 		json_object_set(rec, "auto", autoinfo);
 	if (rec && how == SCAR_RECOVER_REWIND)
