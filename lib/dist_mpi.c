@@ -550,7 +550,7 @@ static void *surv_main(void *arg)
 	struct surv *s = arg;
 	char final[PATH_MAX], *tmp = NULL;
 	struct scar_error e;
-	double t0 = 0, tw = 0;
+	double t0 = 0, tw0 = 0, tw = 0;
 	uint64_t wit = 0;
 	int wrote = 0;
 
@@ -580,6 +580,7 @@ static void *surv_main(void *arg)
 			t0 = scar_train_now();
 			/* An iteration about to complete on this rank may complete (its peers' did). */
 			surv_sleep_ms(50);
+			tw0 = scar_train_now();
 			atomic_store(&s->stop, 1);
 			j = atomic_load(&s->pub);
 			wrote = 1;
@@ -608,7 +609,7 @@ static void *surv_main(void *arg)
 					"scar-train: rank %u: wrote '%s' (iteration %llu) in %.0f ms, %.0f ms after the first signal\n",
 					s->t->c.R, final,
 					(unsigned long long)wit,
-					(tw - t0) * 1e3, (scar_train_now() - t0) * 1e3);
+					(tw - tw0) * 1e3, (scar_train_now() - t0) * 1e3);
 			}
 			tmp = NULL;
 		}
