@@ -427,7 +427,8 @@ int main(int argc, char **argv)
 		if (!cli_is_stdio(resume_path) && scar_dist_survivors(resume_path, resume, &survivors, &err))
 			cli_die_error(&err);
 		if (survivors.iter) {
-			o.resume_lost = survivors.lost;
+			/* Every rank's file (mpirun itself ended): a whole state, nothing lost. */
+			o.resume_lost = survivors.nlost ? survivors.lost : NULL;
 			if (is_rank0())
 				cli_warn("resuming '%s' from %zu survivor file%s of iteration %llu (a %u-rank run); "
 					 "%u shard%s no survivor held restored as after a failure",

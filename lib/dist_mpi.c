@@ -704,6 +704,7 @@ static int surv_publish(struct scar_train_ctx *c)
 {
 	struct surv *s = &g_surv;
 	struct scar_state *st = c->st, *b;
+	struct scar_error e;
 	int j, rc;
 
 	if (!s->running)
@@ -730,8 +731,16 @@ static int surv_publish(struct scar_train_ctx *c)
 				memcpy(scar_tensor_row(y, r), scar_tensor_row(x, r), rb);
 	}
 	b->iteration = st->iteration;
-	if ((rc = scar_train_schedule_extra(b->extra, c->clock, c->o, c->err)))
-		return rc;
+	/*
+	 * Out of memory here keeps the older iteration published (and says so):
+	 * a survivor file is a bonus the run does not stop for, and a rank
+	 * stopping alone would hang the others.
+	 */
+	scar_error_clear(&e);
+	if ((rc = scar_train_schedule_extra(b->extra, c->clock, c->o, &e))) {
+		surv_warn(s, &e);
+		return 0;
+	}
 	{
 		json_t *sh = json_array(), *sv;
 
@@ -741,8 +750,11 @@ static int surv_publish(struct scar_train_ctx *c)
 		sv = json_pack("{s:i, s:i, s:o, s:I, s:I}", "rank", (int)c->R, "ranks", (int)c->P,
 			       "shards", sh, "iteration", (json_int_t)st->iteration,
 			       "clock", (json_int_t)c->clock);
-		if (!sv)
-			return scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
+		if (!sv) {
+			scar_error_set(&e, SCAR_ENOMEM, "out of memory");
+			surv_warn(s, &e);
+			return 0;
+		}
 		json_object_set_new(b->extra, "survivor", sv);
 	}
 	atomic_store(&s->pub, j);
