@@ -5,7 +5,8 @@
 # bit-identical to an uninterrupted run's at that iteration), and
 # --resume DIR takes them: only the dead rank's shards come from the saved
 # view, and the result is bit-identical to the simulated failure of the
-# same shards at the same iteration (--fail-at, --lose-shards).
+# same shards at the same iteration (--fail-at, --lose-shards). ridge and mf
+# on 2 and 4 ranks, mlr on 4, lda on 2; mpirun itself killed with SIGKILL.
 bats_require_minimum_version 1.5.0
 load helper
 
@@ -159,4 +160,62 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	mpi 2 --resume ck --iters 25 --no-timing -q > r2.jsonl 2> r2.err
 	grep -q "survivor file .*survivor-0000000024.rank-0.ckpt' is not of this run" r2.err
 	[ "$(jq -r 'select(.type == "header") | .resume_iter' r2.jsonl)" = "20" ]
+}
+
+@test "mpi-kill: mlr, rank 3 of 4 killed" {
+	kill_and_resume 4 3 5 --model mlr --no-timing -q --no-sync
+}
+
+@test "mpi-kill: lda, rank 1 of 2 killed" {
+	kill_and_resume 2 1 2 --model lda --no-timing -q --no-sync
+}
+
+@test "mpi-kill: mpirun killed with SIGKILL: every rank leaves its rows (PR_SET_PDEATHSIG)" {
+	local mpid kids it n
+	mkdir ck
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 "$TRAIN" \
+		$RIDGE --iters 100000000 --policy full --interval 10 --checkpoint-dir ck \
+		> run.jsonl 2> run.err 3>&- &
+	mpid=$!
+	echo "$mpid" > "$BATS_TEST_TMPDIR/mpirun.pid"
+	for _ in $(seq 600); do
+		[ -f ck/ckpt-0000000020.manifest ] && break
+		sleep 0.1
+	done
+	[ -f ck/ckpt-0000000020.manifest ]
+	kids=$(pgrep -P "$mpid")
+	kill -9 "$mpid"
+	wait "$mpid" || true
+	rm "$BATS_TEST_TMPDIR/mpirun.pid"
+	# The ranks end by themselves (Open MPI exits them about 1 s later).
+	for _ in $(seq 100); do
+		n=0
+		for k in $kids; do
+			[ "$(ps -o stat= -p "$k" 2>/dev/null | cut -c1)" = "" ] ||
+				[ "$(ps -o stat= -p "$k" | cut -c1)" = Z ] || n=$((n + 1))
+		done
+		[ "$n" -eq 0 ] && break
+		sleep 0.1
+	done
+	[ "$n" -eq 0 ]
+	[ "$(ls ck/survivor-*.rank-*.ckpt | wc -l)" -eq 2 ]
+	for f in ck/survivor-*.ckpt; do
+		it=$(echo "$f" | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/')
+		run -0 scar-ckpt verify "$f"
+		mpi 2 $RIDGE --iters "$it" --save "ref$it.ckpt" > /dev/null
+		run -0 scar-diff -q "$f" "ref$it.ckpt"
+	done
+	it=$(ls ck/survivor-*.ckpt | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/' | sort -n | tail -1)
+	mpi 2 --resume ck --iters $((it + 5)) --no-timing --save res.ckpt > res.jsonl 2> res.err
+	if [ "$(ls ck/survivor-*.ckpt | sed 's/.*survivor-\([0-9]*\)\..*/\1/' | sort -u | wc -l)" -eq 1 ]; then
+		# Both at one iteration: a whole state, no failure, the uninterrupted run's.
+		grep -q "from 2 survivor files of iteration $it" res.err
+		! grep -q '"type":"failure"' res.jsonl
+		mpi 2 $RIDGE --iters $((it + 5)) --save ref.ckpt > /dev/null
+		run -0 scar-diff -q res.ckpt ref.ckpt
+	else
+		# One iteration apart (one rank was between iterations): the older's shards are lost.
+		grep -q "from 1 survivor file of iteration $it" res.err
+		[ "$(grep '"type":"failure"' res.jsonl | jq -c .real)" = "true" ]
+	fi
 }
