@@ -75,25 +75,34 @@ kill_and_resume() {
 	rm "$BATS_TEST_TMPDIR/mpirun.pid"
 	[ "$st" -ne 0 ]
 
-	# One survivor file per surviving rank, all of one iteration, no temporary left.
+	# One survivor file per surviving rank, no temporary left.
 	n=$(ls ck/survivor-*.rank-*.ckpt | wc -l)
 	[ "$n" -eq $((P - 1)) ]
 	[ ! -e "ck/survivor-"*".rank-$victim.ckpt" ]
-	[ "$(ls ck/survivor-*.ckpt | sed 's/.*survivor-\([0-9]*\)\..*/\1/' | sort -u | wc -l)" -eq 1 ]
 	! ls -A ck | grep -q '^\.survivor'
-	it=$(ls ck/survivor-*.ckpt | head -1 | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/')
 	grep -q "wrote 'ck/survivor-" run.err
-
-	# Each is a valid partial checkpoint of its rows, bit-identical to the uninterrupted run's.
-	mpi "$P" "$@" --iters "$it" --save ref.ckpt > ref.jsonl
+	# At most one iteration apart: a rank the dead one had not yet sent its
+	# last rows to is stuck one iteration behind the others.
+	its=$(ls ck/survivor-*.ckpt | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/' | sort -nu)
+	it=$(echo "$its" | tail -1)
+	[ $((it - $(echo "$its" | head -1))) -le 1 ]
+	behind=
 	for f in ck/survivor-*.ckpt; do
+		case $f in ck/survivor-$(printf %010d "$it").*) ;; *) rank=${f##*.rank-}; behind="$behind ${rank%.ckpt}" ;; esac
+	done
+
+	# Each is a valid partial checkpoint of its rows, bit-identical to the
+	# uninterrupted run's at its iteration.
+	for f in ck/survivor-*.ckpt; do
+		fit=$(echo "$f" | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/')
+		[ -f "ref$fit.ckpt" ] || mpi "$P" "$@" --iters "$fit" --save "ref$fit.ckpt" > /dev/null
 		run -0 scar-ckpt verify "$f"
 		run -0 scar-ckpt info "$f"
 		[[ "$output" == *"kind:       partial"* ]]
 		rank=${f##*.rank-}
 		rank=${rank%.ckpt}
-		[ "$(scar-ckpt info --json "$f" | jq -c '.extra.survivor | [.rank, .ranks, .iteration]')" = "[$rank,$P,$it]" ]
-		run -0 scar-diff -q "$f" ref.ckpt
+		[ "$(scar-ckpt info --json "$f" | jq -c '.extra.survivor | [.rank, .ranks, .iteration]')" = "[$rank,$P,$fit]" ]
+		run -0 scar-diff -q "$f" "ref$fit.ckpt"
 	done
 
 	k=$((it + 6))
@@ -104,10 +113,13 @@ kill_and_resume() {
 		! grep -q '"type":"failure"' res.jsonl
 		return 0
 	fi
-	# Resume: the lost shards are the dead rank's, recovered as a failure at the survivors' iteration.
+	# Resume: the lost shards are the dead rank's (and those of a rank one
+	# behind), recovered as a failure at the survivors' iteration.
 	mpi "$P" --resume ck --iters "$k" --no-timing --save res.ckpt > res.jsonl 2> res.err
-	grep -q "from $((P - 1)) survivor file.* of iteration $it (a $P-rank run)" res.err
-	[ "$(grep '"type":"failure"' res.jsonl | jq -c '[.iter, .ranks]')" = "[$it,[$victim]]" ]
+	n=$(ls ck/survivor-$(printf %010d "$it").rank-*.ckpt | wc -l)
+	grep -q "from $n survivor file.* of iteration $it (a $P-rank run)" res.err
+	[ "$(grep '"type":"failure"' res.jsonl | jq -c '[.iter, .ranks]')" = \
+	  "[$it,$(printf '%s\n' $victim $behind | sort -n | jq -sc .)]" ]
 	[ "$(grep '"type":"recovery"' res.jsonl | jq -c '[.real, .delta_norm]')" = "[true,null]" ]
 	[ "$(grep '"type":"failure"' res.jsonl | jq -c .real)" = "true" ]
 	lost=$(grep '"type":"failure"' res.jsonl | jq -r '.shards | map(tostring) | join(",")')
@@ -207,7 +219,11 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	done
 	it=$(ls ck/survivor-*.ckpt | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/' | sort -n | tail -1)
 	mpi 2 --resume ck --iters $((it + 5)) --no-timing --save res.ckpt > res.jsonl 2> res.err
-	if [ "$(ls ck/survivor-*.ckpt | sed 's/.*survivor-\([0-9]*\)\..*/\1/' | sort -u | wc -l)" -eq 1 ]; then
+	if [ -f "$(printf 'ck/ckpt-%010d.manifest' "$it")" ]; then
+		# Killed just after a complete checkpoint of that iteration: that is what resumes.
+		grep -q "newest complete checkpoint .*not newer than the checkpoint" res.err
+		! grep -q '"type":"failure"' res.jsonl
+	elif [ "$(ls ck/survivor-*.ckpt | sed 's/.*survivor-\([0-9]*\)\..*/\1/' | sort -u | wc -l)" -eq 1 ]; then
 		# Both at one iteration: a whole state, no failure, the uninterrupted run's.
 		grep -q "from 2 survivor files of iteration $it" res.err
 		! grep -q '"type":"failure"' res.jsonl
