@@ -44,6 +44,11 @@ teardown() {
 	fi
 }
 
+# The iteration of ck's newest manifest.
+newest_manifest() {
+	ls ck/ckpt-*.manifest | sort | tail -1 | sed 's/.*ckpt-0*\([0-9][0-9]*\)\.manifest/\1/'
+}
+
 # kill_and_resume P VICTIM INTERVAL TRAIN_ARGS...: a run of TRAIN_ARGS on P
 # ranks with full checkpoints every INTERVAL into ck; once the second is
 # complete, rank VICTIM is killed; then every check of the file's header.
@@ -106,8 +111,9 @@ kill_and_resume() {
 	done
 
 	k=$((it + 6))
-	# Killed just after a complete checkpoint of the same iteration: that is what resumes.
-	if [ $((it % I)) -eq 0 ] && [ -f "$(printf 'ck/ckpt-%010d.manifest' "$it")" ]; then
+	# Killed after a full checkpoint of the survivors' iteration or the next
+	# (written within an iteration, before the survivors' copy): that resumes.
+	if [ "$(newest_manifest)" -ge "$it" ]; then
 		mpi "$P" --resume ck --iters "$k" --no-timing > res.jsonl 2> res.err
 		grep -q "newest complete checkpoint .*not newer than the checkpoint" res.err
 		! grep -q '"type":"failure"' res.jsonl
@@ -219,8 +225,8 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	done
 	it=$(ls ck/survivor-*.ckpt | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/' | sort -n | tail -1)
 	mpi 2 --resume ck --iters $((it + 5)) --no-timing --save res.ckpt > res.jsonl 2> res.err
-	if [ -f "$(printf 'ck/ckpt-%010d.manifest' "$it")" ]; then
-		# Killed just after a complete checkpoint of that iteration: that is what resumes.
+	if [ "$(newest_manifest)" -ge "$it" ]; then
+		# Killed just after a full checkpoint of that iteration or the next: that resumes.
 		grep -q "newest complete checkpoint .*not newer than the checkpoint" res.err
 		! grep -q '"type":"failure"' res.jsonl
 	elif [ "$(ls ck/survivor-*.ckpt | sed 's/.*survivor-\([0-9]*\)\..*/\1/' | sort -u | wc -l)" -eq 1 ]; then
