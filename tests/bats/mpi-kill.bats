@@ -178,6 +178,12 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	mpi 2 --resume ck --iters 25 --no-timing -q > r2.jsonl 2> r2.err
 	grep -q "survivor file .*survivor-0000000024.rank-0.ckpt' is not of this run" r2.err
 	[ "$(jq -r 'select(.type == "header") | .resume_iter' r2.jsonl)" = "20" ]
+	# A run writing in the directory supersedes them, and a killed writer's temporary.
+	: > ck/.survivor-0000000022.rank-1.ckpt.tmp.AbC123
+	touch -d '1 hour ago' ck/.survivor-0000000022.rank-1.ckpt.tmp.AbC123
+	mpi 2 --resume ck --iters 30 --checkpoint-dir ck --no-timing -q > r3.jsonl
+	! ls -A ck | grep -q survivor
+	[ -f ck/ckpt-0000000030.manifest ]
 }
 
 @test "mpi-kill: mlr, rank 3 of 4 killed" {
