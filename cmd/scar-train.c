@@ -510,6 +510,7 @@ int main(int argc, char **argv)
 	const char *reference_path = NULL, *keys_of = NULL;
 	struct cli_shard_list lose_shards = { 0, NULL };
 	struct scar_train_resume_info resume_info;
+	struct scar_dist_survivors survivors = { 0 };
 	int c, quiet = 0, shards_given = 0, model_given = 0, shuffle = -1, rc;
 	int policy_given = 0, interval_given = 0, fraction_given = 0, seed_given = 0;
 	int list = 0, json = 0;
@@ -731,7 +732,23 @@ int main(int argc, char **argv)
 				 skipped == 1 ? "" : "s", resume_path, used);
 		if (scar_train_resume_scan(resume_path, resume, skipped, &resume_info, &err))
 			cli_die_error(&err);
-		if (resume_info.newer_partial && is_rank0())
+		/* Survivor files of a real failure newer than the checkpoint (scar-mpi(7)). */
+		if (!cli_is_stdio(resume_path) && scar_dist_survivors(resume_path, resume, &survivors, &err))
+			cli_die_error(&err);
+		if (survivors.iter) {
+			/* Every rank's file (mpirun itself ended): a whole state, nothing lost. */
+			o.resume_lost = survivors.nlost ? survivors.lost : NULL;
+			if (is_rank0())
+				cli_warn("resuming '%s' from %zu survivor file%s of iteration %llu (a %u-rank run); "
+					 "%u shard%s no survivor held restored as after a failure",
+					 resume_path, survivors.nfiles, survivors.nfiles == 1 ? "" : "s",
+					 (unsigned long long)survivors.iter, survivors.ranks, survivors.nlost,
+					 survivors.nlost == 1 ? "" : "s");
+		} else if (survivors.why[0] && is_rank0()) {
+			cli_warn("resuming '%s' from its newest complete checkpoint '%s': %s", resume_path,
+				 used, survivors.why);
+		}
+		if (resume_info.newer_partial && !survivors.iter && is_rank0())
 			cli_warn("resuming '%s' from its newest full checkpoint '%s', iteration %llu: "
 				 "passed over %zu partial checkpoint%s of later iterations (%llu to %llu), "
 				 "which hold only some parameter rows and no worker state", resume_path,
@@ -866,6 +883,7 @@ int main(int argc, char **argv)
 		if (rc == SCAR_EDIVERGED) {
 			cli_warn_error(&err);
 			scar_state_free(resume);
+	free(survivors.lost);
 			json_decref(reference);
 			json_decref(reference_header);
 			json_decref(config);
@@ -900,6 +918,7 @@ int main(int argc, char **argv)
 		cli_die("cannot write '%s': %s", events_path, strerror(errno));
 	scar_state_free(res.final_state);
 	scar_state_free(resume);
+	free(survivors.lost);
 	json_decref(reference);
 	json_decref(reference_header);
 	json_decref(config);

@@ -681,6 +681,13 @@ int scar_bound_check_events(const struct scar_events *ref, const char *ref_name,
 			continue;
 		it = num_or_nan(r, "iter");
 		d = num_or_nan(r, "delta_norm");
+		/* A real failure's recovery (scar-mpi(7)): the lost rows' change is unknown. */
+		if (json_is_null(json_object_get(r, "delta_norm")) &&
+		    json_is_true(json_object_get(r, "real"))) {
+			rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
+					       "recovery of a real failure: its delta_norm is unknown (null), so it gives no point to fit");
+			goto out;
+		}
 		if (!(it >= 0) || !(d >= 0) || !isfinite(it) || !isfinite(d)) {
 			rc = scar_error_set_at(err, SCAR_EFORMAT, pert_name, -1, (int64_t)i + 1,
 					       "recovery record needs numeric \"iter\" and \"delta_norm\"");

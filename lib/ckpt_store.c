@@ -767,8 +767,17 @@ static void remove_stale_temps(const char *dir, const struct timespec *start)
 		char path[4096];
 		struct stat sb;
 
-		if (strncmp(de->d_name, ".ckpt-", 6) != 0 ||
-		    (!strstr(de->d_name, ".ckpt.tmp.") && !strstr(de->d_name, ".manifest.tmp.")))
+		/*
+		 * And the survivor files of a run that died (scar-mpi(7)), with
+		 * their temporaries: a run now writing here supersedes them (its
+		 * resume, if it was one, has read them), and a later resume must
+		 * not take an earlier run's.
+		 */
+		if (strncmp(de->d_name, "survivor-", 9) == 0 ?
+		    !scar_store_is_rank_file(de->d_name) :
+		    strncmp(de->d_name, ".survivor-", 10) == 0 ? !strstr(de->d_name, ".ckpt.tmp.") :
+		    (strncmp(de->d_name, ".ckpt-", 6) != 0 ||
+		     (!strstr(de->d_name, ".ckpt.tmp.") && !strstr(de->d_name, ".manifest.tmp."))))
 			continue;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
 			continue;

@@ -20,14 +20,25 @@
  */
 #ifdef SCAR_MPI
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/file.h"
 #include "scar/model.h"
 #include "scar/train.h"
 #include "topk.h"
@@ -445,6 +456,332 @@ out:
 	return rc;
 }
 
+/* ---- survivor files (scar-mpi(7), Real failures) ---- */
+
+/*
+ * When a rank dies, mpirun sends the others SIGCONT, SIGTERM a timeout
+ * later and SIGKILL as long again, and their collectives with the dead
+ * rank never return. So the state of the last completed iteration is kept
+ * in a double buffer the main thread fills between iterations, and a
+ * thread that never calls MPI writes it when the signals come. The
+ * handlers only write a byte to a pipe (async-signal-safe).
+ */
+struct surv {
+	struct dt *t;
+	struct scar_state *buf[2];
+	atomic_int pub;		/* the buffer holding the last completed iteration; -1 none */
+	atomic_int stop;	/* set by the survivor thread: no copy may start */
+	pthread_t th;
+	int running;
+	struct sigaction old_cont, old_term;
+};
+
+static struct surv g_surv;
+static int surv_pipe[2] = { -1, -1 };
+
+static void surv_on_signal(int sig)
+{
+	int e = errno;
+	char b = sig == SIGTERM ? 'T' : 'C';
+
+	if (write(surv_pipe[1], &b, 1) < 0) {
+		/* Nothing to do about it in a handler: the byte of an earlier signal is there. */
+	}
+	errno = e;
+}
+
+static void surv_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Milliseconds to wait for a SIGTERM after a SIGCONT: twice mpirun's timeout, and 2 s. */
+static int surv_grace_ms(void)
+{
+	const char *v = getenv("OMPI_MCA_odls_base_sigkill_timeout");
+	long s = v ? strtol(v, NULL, 10) : 1;
+
+	if (s < 1)
+		s = 1;
+	if (s > 3600)
+		s = 3600;
+	return (int)(2 * s * 1000 + 2000);
+}
+
+/* Write buf[j] to a temporary beside the survivor file's name; fsynced. */
+static int surv_write(struct surv *s, int j, char *final, size_t cap, char **tmp,
+		      struct scar_error *err)
+{
+	const struct scar_state *b = s->buf[j];
+	struct scar_ckpt_save_opts so;
+	int fd, rc;
+
+	if ((size_t)snprintf(final, cap, "%s/survivor-%010llu.rank-%u.ckpt", s->t->c.o->ckpt_dir,
+			     (unsigned long long)b->iteration, s->t->c.R) >= cap)
+		return scar_error_set(err, SCAR_EINVAL, "checkpoint directory name too long");
+	if ((fd = scar_tmp_create(final, tmp, err)) < 0)
+		return fd;
+	scar_ckpt_save_opts_init(&so);
+	so.compress = s->t->c.o->ckpt_compress;
+	so.sync = 0;
+	rc = scar_ckpt_write_fd(b, fd, final, &so, err);
+	if (!rc && fsync(fd) < 0)
+		rc = scar_error_set_errno(err, errno, final, "cannot fsync '%s'", *tmp);
+	if (close(fd) < 0 && !rc)
+		rc = scar_error_set_errno(err, errno, final, "cannot close '%s'", *tmp);
+	if (rc) {
+		scar_tmp_done(*tmp, 1);
+		*tmp = NULL;
+	}
+	return rc;
+}
+
+static void surv_warn(const struct surv *s, const struct scar_error *e)
+{
+	fprintf(stderr, "scar-train: rank %u: survivor file: %s\n", s->t->c.R,
+		e->msg[0] ? e->msg : scar_strerror(e->code));
+}
+
+static void *surv_main(void *arg)
+{
+	struct surv *s = arg;
+	char final[PATH_MAX], *tmp = NULL;
+	struct scar_error e;
+	double t0 = 0, tw0 = 0, tw = 0;
+	uint64_t wit = 0;
+	int wrote = 0;
+
+	for (;;) {
+		struct pollfd pf = { surv_pipe[0], POLLIN, 0 };
+		char b;
+		int n = poll(&pf, 1, wrote ? surv_grace_ms() : -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0) {
+			/* A SIGCONT with no SIGTERM after it (a stopped and continued job): go on. */
+			if (tmp)
+				scar_tmp_done(tmp, 1);
+			tmp = NULL;
+			wrote = 0;
+			atomic_store(&s->stop, 0);
+			continue;
+		}
+		if (n < 0 || read(surv_pipe[0], &b, 1) != 1)
+			continue;
+		if (b == 'Q')
+			break;
+		if (!wrote) {
+			int j;
+
+			t0 = scar_train_now();
+			/* An iteration about to complete on this rank may complete (its peers' did). */
+			surv_sleep_ms(50);
+			tw0 = scar_train_now();
+			atomic_store(&s->stop, 1);
+			j = atomic_load(&s->pub);
+			wrote = 1;
+			scar_error_clear(&e);
+			if (j >= 0) {
+				wit = s->buf[j]->iteration;
+				if (surv_write(s, j, final, sizeof(final), &tmp, &e))
+					surv_warn(s, &e);
+			}
+			tw = scar_train_now();
+		}
+		if (b != 'T')
+			continue;
+		if (tmp) {
+			scar_error_clear(&e);
+			if (rename(tmp, final) < 0) {
+				scar_error_set_errno(&e, errno, final, "cannot rename '%s' to '%s'", tmp,
+						     final);
+				surv_warn(s, &e);
+				scar_tmp_done(tmp, 1);
+			} else {
+				scar_tmp_done(tmp, 0);
+				if (scar_file_sync_dir(final, &e))
+					surv_warn(s, &e);
+				fprintf(stderr,
+					"scar-train: rank %u: wrote '%s' (iteration %llu) in %.0f ms, %.0f ms after the first signal\n",
+					s->t->c.R, final,
+					(unsigned long long)wit,
+					(tw - tw0) * 1e3, (scar_train_now() - t0) * 1e3);
+			}
+			tmp = NULL;
+		}
+		/* Exiting now would make mpirun kill the slower survivors at once. */
+		for (;;)
+			pause();
+	}
+	if (tmp)
+		scar_tmp_done(tmp, 1);
+	return NULL;
+}
+
+static void surv_free_bufs(struct surv *s)
+{
+	for (int j = 0; j < 2; j++) {
+		scar_state_free(s->buf[j]);
+		s->buf[j] = NULL;
+	}
+}
+
+/*
+ * Start keeping survivor state: the buffers (this rank's rows of each
+ * param tensor present, the state tensors whole), the pipe, the handlers
+ * and the thread. Failing to is a warning: the run goes on without.
+ */
+static void surv_start(struct dt *t)
+{
+	struct surv *s = &g_surv;
+	struct scar_error e;
+	struct sigaction sa;
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->t = t;
+	atomic_store(&s->pub, -1);
+	atomic_store(&s->stop, 0);
+	scar_error_clear(&e);
+	for (int j = 0; j < 2 && !rc; j++) {
+		rc = scar_state_clone(&s->buf[j], t->c.st, &e);
+		for (size_t i = 0; !rc && i < t->c.st->ntensors; i++) {
+			struct scar_tensor *x = s->buf[j]->tensors[i];
+			uint64_t rows = scar_tensor_rows(x);
+
+			if (!is_param(x))
+				continue;
+			if (!(rc = scar_tensor_init_present(x, 0, &e)))
+				for (uint64_t r = 0; r < rows; r++)
+					x->present[r] = owner(t, r) == t->c.R;
+		}
+	}
+	if (!rc && pipe(surv_pipe) < 0)
+		rc = scar_error_set_errno(&e, errno, NULL, "cannot make a pipe");
+	if (rc) {
+		surv_warn(s, &e);
+		surv_free_bufs(s);
+		return;
+	}
+	fcntl(surv_pipe[1], F_SETFL, O_NONBLOCK);
+	fcntl(surv_pipe[0], F_SETFD, FD_CLOEXEC);
+	fcntl(surv_pipe[1], F_SETFD, FD_CLOEXEC);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = surv_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCONT, &sa, &s->old_cont);
+	sigaction(SIGTERM, &sa, &s->old_term);
+	if (pthread_create(&s->th, NULL, surv_main, s)) {
+		sigaction(SIGCONT, &s->old_cont, NULL);
+		sigaction(SIGTERM, &s->old_term, NULL);
+		close(surv_pipe[0]);
+		close(surv_pipe[1]);
+		surv_pipe[0] = surv_pipe[1] = -1;
+		surv_free_bufs(s);
+		scar_error_set(&e, SCAR_ENOMEM, "cannot start the survivor thread");
+		surv_warn(s, &e);
+		return;
+	}
+	/* mpirun killed with SIGKILL signals nobody: its death is the SIGTERM. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	s->running = 1;
+}
+
+/* Wait while the survivor thread has stopped the copies: SIGKILL, or a SIGCONT's end. */
+static void surv_wait_stop(struct surv *s)
+{
+	while (atomic_load(&s->stop))
+		surv_sleep_ms(10);
+}
+
+/* The publish hook (train_internal.h): the completed iteration into the other buffer. */
+static int surv_publish(struct scar_train_ctx *c)
+{
+	struct surv *s = &g_surv;
+	struct scar_state *st = c->st, *b;
+	struct scar_error e;
+	int j, rc;
+
+	if (!s->running)
+		return 0;
+	surv_wait_stop(s);
+	j = atomic_load(&s->pub) == 0 ? 1 : 0;
+	b = s->buf[j];
+	if (b->ntensors != st->ntensors)
+		return 0;
+	for (size_t i = 0; i < st->ntensors; i++) {
+		const struct scar_tensor *x = st->tensors[i];
+		struct scar_tensor *y = b->tensors[i];
+		uint64_t rows = scar_tensor_rows(x);
+		size_t rb = scar_tensor_row_bytes(x);
+
+		if (scar_tensor_bytes(x) != scar_tensor_bytes(y))
+			return 0;
+		if (!is_param(x)) {
+			memcpy(y->data, x->data, scar_tensor_bytes(x));
+			continue;
+		}
+		for (uint64_t r = 0; r < rows; r++)
+			if (y->present[r])
+				memcpy(scar_tensor_row(y, r), scar_tensor_row(x, r), rb);
+	}
+	b->iteration = st->iteration;
+	/*
+	 * Out of memory here keeps the older iteration published (and says so):
+	 * a survivor file is a bonus the run does not stop for, and a rank
+	 * stopping alone would hang the others.
+	 */
+	scar_error_clear(&e);
+	if ((rc = scar_train_schedule_extra(b->extra, c->clock, c->o, &e))) {
+		surv_warn(s, &e);
+		return 0;
+	}
+	{
+		json_t *sh = json_array(), *sv;
+
+		for (uint32_t k = 0; sh && k < dt_of(c)->S; k++)
+			if (k % c->P == c->R)
+				json_array_append_new(sh, json_integer(k));
+		sv = json_pack("{s:i, s:i, s:o, s:I, s:I}", "rank", (int)c->R, "ranks", (int)c->P,
+			       "shards", sh, "iteration", (json_int_t)st->iteration,
+			       "clock", (json_int_t)c->clock);
+		if (!sv) {
+			scar_error_set(&e, SCAR_ENOMEM, "out of memory");
+			surv_warn(s, &e);
+			return 0;
+		}
+		json_object_set_new(b->extra, "survivor", sv);
+	}
+	atomic_store(&s->pub, j);
+	return 0;
+}
+
+/* The run is over: no survivor file now (unless one is being written: then wait for the kill). */
+static void surv_stop(void)
+{
+	struct surv *s = &g_surv;
+	char q = 'Q';
+
+	if (!s->running)
+		return;
+	surv_wait_stop(s);
+	prctl(PR_SET_PDEATHSIG, 0);
+	sigaction(SIGCONT, &s->old_cont, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+	if (write(surv_pipe[1], &q, 1) == 1)
+		pthread_join(s->th, NULL);
+	close(surv_pipe[0]);
+	close(surv_pipe[1]);
+	surv_pipe[0] = surv_pipe[1] = -1;
+	surv_free_bufs(s);
+	s->running = 0;
+}
+
 /* ---- the hooks of the shared trainer ---- */
 
 /* After the owners restored their lost rows (train_loop.c): every worker's copy from the owners. */
@@ -469,6 +806,7 @@ static const struct scar_train_ops mpi_ranks = {
 	.priorities = priorities,
 	.sync = sync_recovered,
 	.agree = agree_hook,
+	.publish = surv_publish,
 };
 
 static void dt_free(struct dt *t)
@@ -596,12 +934,16 @@ static int core(const struct scar_train_opts *o, struct scar_train_result *res,
 		goto out;
 	if ((rc = scar_train_begin(&t.c, config)))
 		goto out;
+	/* A reference run (objs) is no run of the user's: it leaves no survivor files. */
+	if (o->ckpt_dir && t.c.P > 1 && !objs)
+		surv_start(&t);
 	t.tp.sent = 0;	/* what training sends, not the start */
 	if ((rc = scar_train_loop(&t.c, &ci, &done)))
 		goto out;
 	MPI_Allreduce(&t.tp.sent, &t.c.comm_total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 	rc = scar_train_finish(&t.c, &ci, done);
 out:
+	surv_stop();
 	scar_train_ctx_release(&t.c, rc, objs, nobjs);
 	free(ref);
 	dt_free(&t);

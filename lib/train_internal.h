@@ -99,6 +99,12 @@ struct scar_train_ops {
 	 * returning how many were in flight; reverted 0 puts them back.
 	 */
 	unsigned (*durable_view)(struct scar_train_ctx *c, int reverted);
+	/*
+	 * The state at the start and after each completed iteration (c->st,
+	 * c->clock) is the last one a real failure could keep (MPI survivor
+	 * files, scar-mpi(7)); NULL: nothing.
+	 */
+	int (*publish)(struct scar_train_ctx *c);
 };
 
 /*

@@ -571,7 +571,7 @@ json_t *scar_train_checkpoint_event(struct scar_train_ctx *c, int full, uint64_t
  * every rank rolls back to the last full checkpoint (full). Then every
  * rank's copy is refreshed from the owners.
  */
-static int fail_and_recover(struct scar_train_ctx *c)
+static int fail_and_recover(struct scar_train_ctx *c, const uint8_t *given)
 {
 	struct scar_state *st = c->st, *pre = NULL;
 	uint32_t S = st->shards;
@@ -595,7 +595,9 @@ static int fail_and_recover(struct scar_train_ctx *c)
 		rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = scar_train_pick_shards(c->o, S, c->clock, lost, c->err)))
+	if (given)
+		memcpy(lost, given, S);
+	else if ((rc = scar_train_pick_shards(c->o, S, c->clock, lost, c->err)))
 		goto out;
 	for (uint32_t s = 0; s < S; s++)
 		if (lost[s]) {
@@ -632,6 +634,9 @@ static int fail_and_recover(struct scar_train_ctx *c)
 		json_object_set(rec, "ranks", ranks);
 	if (rec && in_flight)
 		json_object_set_new(rec, "ckpt_in_flight", json_integer((json_int_t)in_flight));
+	/* A real process death (survivor files resumed, scar-mpi(7)), not a simulated one. */
+	if (rec && given)
+		json_object_set_new(rec, "real", json_true());
 	if ((rc = scar_train_emit(c, rec)))
 		goto out;
 	/* auto: the choice reads the survivors and the saved view only (lost rows are destroyed). */
@@ -715,6 +720,11 @@ static int fail_and_recover(struct scar_train_ctx *c)
 			"rows_restored", (json_int_t)(how == SCAR_RECOVER_NONE ? 0 : rows_lost),
 			"delta_norm", sqrt(d2), "failed_state_iter", (json_int_t)pre_iter,
 			"resume_state_iter", (json_int_t)st->iteration, "objective", obj);
+	/* The dead rank's rows at the failure died with it: their change is unknown. */
+	if (rec && given) {
+		json_object_set_new(rec, "delta_norm", json_null());
+		json_object_set_new(rec, "real", json_true());
+	}
 	if (rec && autoinfo)
 		json_object_set(rec, "auto", autoinfo);
 	if (rec && how == SCAR_RECOVER_REWIND)
@@ -971,6 +981,11 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			rc = scar_error_set(c->err, SCAR_ENOMEM, "out of memory");
 	if ((rc = agree(c, rc)))
 		goto out;
+	/* A real failure's survivors resumed: the dead ranks' shards, as a failure here. */
+	if (o->resume && o->resume_lost && (rc = agree(c, fail_and_recover(c, o->resume_lost))))
+		goto out;
+	if (c->ops->publish && (rc = c->ops->publish(c)))
+		goto out;
 	progress(c, ci, c->clock, limit);
 	while (!*done && c->clock < limit) {
 		struct scar_state *st = c->st;
@@ -1002,7 +1017,7 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 		    (rc = agree(c, c->ops->checkpoint(c, o->policy == SCAR_POLICY_FULL))))
 			goto out;
 		if (c->clock <= N && scar_train_fails_at(o, c->clock) &&
-		    (rc = agree(c, fail_and_recover(c))))
+		    (rc = agree(c, fail_and_recover(c, NULL))))
 			goto out;
 		/* Background checkpoints that became durable: their events, in order. */
 		if (c->ops->collect && (rc = c->ops->collect(c, 0)))
@@ -1013,6 +1028,8 @@ int scar_train_loop(struct scar_train_ctx *c, const struct scar_train_cost *ci, 
 			*done = 1;
 		if (!o->measure_cost && c->clock >= N)
 			*done = 1;
+		if (c->ops->publish && (rc = c->ops->publish(c)))
+			goto out;
 	}
 	/* The run's checkpoints are all durable before its summary. */
 	if (c->ops->collect)

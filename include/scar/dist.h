@@ -176,6 +176,28 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
 			  char *used_path, size_t used_len, struct scar_error *err);
 
 /*
+ * Survivor files (scar-mpi(7), Real failures): the ranks that outlived a
+ * rank's death wrote dir/survivor-N.rank-R.ckpt, their rows at iteration
+ * N. scar_dist_survivors takes those of the newest N, when N is after st's
+ * clock (st: the checkpoint --resume loaded) and every one is of st's run:
+ * st gets their rows exactly, their state tensors and iteration N, and
+ * sv->lost (S bytes, malloc'd) the shards none of them holds, which the
+ * resumed run restores as a failure of those shards at N. Otherwise st is
+ * unchanged, sv->iter is 0 and sv->why says why when there were survivor
+ * files. Errors: reading the directory, memory.
+ */
+struct scar_dist_survivors {
+	uint64_t iter;		/* 0: none used */
+	size_t nfiles, older;	/* files used; files of older iterations passed over */
+	uint32_t ranks;		/* the P of the run that wrote them */
+	uint8_t *lost;
+	uint32_t nlost;
+	char why[512];
+};
+int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist_survivors *sv,
+			struct scar_error *err);
+
+/*
  * One writer per checkpoint directory: take an exclusive flock(2) on
  * dir/.scar.lock (created, holding this process's pid; refused when it is
  * not a regular file or has another name, a hard link) and keep it until

@@ -126,6 +126,12 @@ struct scar_train_opts {
 	const struct scar_state *resume;
 	/* what was passed over to find it, for the header (borrowed; may be NULL) */
 	const struct scar_train_resume_info *resume_info;
+	/*
+	 * S bytes, nonzero for the shards a real failure lost at the resume
+	 * point (survivor files, scar-mpi(7)): the run starts with their
+	 * failure and recovery. NULL: none.
+	 */
+	const uint8_t *resume_lost;
 
 	/* checkpoints */
 	enum scar_policy policy;

@@ -1,0 +1,179 @@
+/*
+ * dist_survivor.c - survivor files for --resume DIR (scar/dist.h,
+ * scar-mpi(7), Real failures): what the ranks that outlived a rank's death
+ * wrote (dist_mpi.c) merged over the checkpoint resumed. Its own file:
+ * it reads the store and the trainer's clock, and neither reads it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "scar/ckpt.h"
+#include "scar/dist.h"
+#include "scar/shard.h"
+#include "scar/store.h"
+#include "store_internal.h"
+#include "train_internal.h"
+
+/* Whether name is survivor-N.rank-R.ckpt; *it gets N. */
+static int survivor_name(const char *name, uint64_t *it)
+{
+	char *end;
+
+	if (strncmp(name, "survivor-", 9) != 0 || name[9] < '0' || name[9] > '9')
+		return 0;
+	errno = 0;
+	*it = strtoull(name + 9, &end, 10);
+	return !errno && strncmp(end, ".rank-", 6) == 0 && scar_store_is_rank_file(name);
+}
+
+/* A survivor file of st's run: same model, shards, configuration and tensors. */
+static int survivor_fits(const struct scar_state *f, const struct scar_state *st, uint32_t *ranks)
+{
+	const json_t *sv = json_object_get(f->extra, "survivor"), *p = json_object_get(sv, "ranks");
+
+	if (strcmp(f->model, st->model) || f->shards != st->shards ||
+	    !json_equal(f->config, st->config) || !json_is_integer(p) ||
+	    json_integer_value(p) < 1 || json_integer_value(p) > 1 << 20)
+		return 0;
+	*ranks = (uint32_t)json_integer_value(p);
+	for (size_t i = 0; i < f->ntensors; i++) {
+		const struct scar_tensor *x = f->tensors[i], *y = scar_state_find(st, x->name);
+
+		if (!y || y->dtype != x->dtype || y->role != x->role || y->ndim != x->ndim ||
+		    memcmp(y->shape, x->shape, sizeof(x->shape[0]) * (size_t)x->ndim))
+			return 0;
+	}
+	return 1;
+}
+
+int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist_survivors *sv,
+			struct scar_error *err)
+{
+	uint64_t base = scar_train_resume_clock(st), newest = 0, it;
+	struct scar_state **files = NULL;
+	uint32_t S = st->shards, ranks = 0;
+	size_t nf = 0, total = 0, older = 0;
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+	int rc = 0;
+
+	memset(sv, 0, sizeof(*sv));
+	if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return 0;
+	if (!(d = opendir(dir)))
+		return scar_error_set_errno(err, errno, dir, "cannot open directory '%s'", dir);
+	/* The newest iteration any survivor file is of. */
+	while ((de = readdir(d)))
+		if (survivor_name(de->d_name, &it)) {
+			total++;
+			if (it > newest)
+				newest = it;
+		}
+	if (!total) {
+		closedir(d);
+		return 0;
+	}
+	sv->lost = calloc(S, 1);
+	files = calloc(total, sizeof(*files));
+	if (!sv->lost || !files) {
+		rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (newest <= base) {
+		snprintf(sv->why, sizeof(sv->why),
+			 "its survivor files (iteration %llu and older) are not newer than the checkpoint",
+			 (unsigned long long)newest);
+		goto out;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char path[4096];
+		struct scar_state *f = NULL;
+		struct scar_error e;
+		uint32_t p;
+
+		if (!survivor_name(de->d_name, &it))
+			continue;
+		if (it != newest) {
+			older++;
+			continue;
+		}
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		scar_error_clear(&e);
+		if (scar_ckpt_load(path, &f, &e) || f->iteration != newest ||
+		    !survivor_fits(f, st, &p) || (ranks && p != ranks)) {
+			snprintf(sv->why, sizeof(sv->why), "survivor file '%.300s' %.150s", path,
+				 f ? "is not of this run" : e.msg[0] ? e.msg : "cannot be read");
+			scar_state_free(f);
+			goto out;
+		}
+		ranks = p;
+		files[nf++] = f;
+	}
+	/* Every row a survivor file holds, exactly; the state tensors from the first. */
+	memset(sv->lost, 1, S);
+	for (size_t k = 0; k < nf; k++) {
+		const struct scar_state *f = files[k];
+
+		for (size_t i = 0; i < f->ntensors; i++) {
+			const struct scar_tensor *x = f->tensors[i];
+			struct scar_tensor *y = scar_state_find(st, x->name);
+			size_t rb = scar_tensor_row_bytes(x);
+
+			if (x->role != SCAR_ROLE_PARAM) {
+				if (k == 0)
+					memcpy(y->data, x->data, scar_tensor_bytes(x));
+				continue;
+			}
+			for (uint64_t r = 0; r < scar_tensor_rows(x); r++)
+				if (scar_tensor_has_row(x, r)) {
+					memcpy(scar_tensor_row(y, r), scar_tensor_row(x, r), rb);
+					sv->lost[scar_shard_of_row(r, S)] = 0;
+				}
+		}
+		/* A rank's file covers its shards even when they hold no rows. */
+		{
+			const json_t *sh = json_object_get(json_object_get(f->extra, "survivor"), "shards"), *v;
+			size_t j;
+
+			json_array_foreach(sh, j, v)
+				if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+				    json_integer_value(v) < S)
+					sv->lost[json_integer_value(v)] = 0;
+		}
+	}
+	for (uint32_t s = 0; s < S; s++)
+		sv->nlost += sv->lost[s];
+	/* A state tensor lives in every survivor's file: with no file, there is none. */
+	if (!nf) {
+		snprintf(sv->why, sizeof(sv->why), "no survivor file of iteration %llu could be used",
+			 (unsigned long long)newest);
+		goto out;
+	}
+	st->iteration = newest;
+	if (json_is_integer(json_object_get(files[0]->extra, "clock")))
+		json_object_set(st->extra, "clock", json_object_get(files[0]->extra, "clock"));
+	else
+		json_object_set_new(st->extra, "clock", json_integer((json_int_t)newest));
+	sv->iter = newest;
+	sv->nfiles = nf;
+	sv->ranks = ranks;
+	sv->older = older;
+out:
+	closedir(d);
+	for (size_t k = 0; k < nf; k++)
+		scar_state_free(files[k]);
+	free(files);
+	if (rc || !sv->iter) {
+		free(sv->lost);
+		sv->lost = NULL;
+		sv->nlost = 0;
+	}
+	return rc;
+}
