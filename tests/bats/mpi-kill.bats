@@ -9,27 +9,7 @@
 # on 2 and 4 ranks, mlr on 4, lda on 2; mpirun itself killed with SIGKILL.
 bats_require_minimum_version 1.5.0
 load helper
-
-TRAIN="${SCAR_MPI_TRAIN:-scar-train}"
-
-mpi() {
-	local np=$1
-	shift
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
-		mpirun --oversubscribe -np "$np" "$TRAIN" "$@"
-}
-
-setup_file() {
-	if ! command -v mpirun >/dev/null 2>&1; then
-		export SCAR_MPI_SKIP="mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-		return 0
-	fi
-	cd "$BATS_FILE_TMPDIR" || return 1
-	if ! mpi 2 --model ridge --iters 1 --no-timing -q > probe.jsonl 2> probe.err ||
-	   ! grep -q '"ranks":2' probe.jsonl; then
-		export SCAR_MPI_SKIP="scar-train is not the MPI variant (needs mpicc at build time)"
-	fi
-}
+load mpi-helper
 
 setup() {
 	[ -z "${SCAR_MPI_SKIP:-}" ] || skip "$SCAR_MPI_SKIP"
