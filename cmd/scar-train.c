@@ -805,7 +805,8 @@ int main(int argc, char **argv)
 			cli_die_error(&err);
 		fclose(f);
 		reference = scar_train_reference_from_events((const json_t *const *)ev->records, ev->n, &err);
-		reference_header = ev->n ? json_incref(ev->records[0]) : NULL;
+		/* Only a usable reference keeps its header: die with nothing held. */
+		reference_header = reference && ev->n ? json_incref(ev->records[0]) : NULL;
 		scar_events_free(ev);
 		if (!reference) {
 			snprintf(err.file, sizeof(err.file), "%s", reference_path);
