@@ -5,8 +5,8 @@
 # bit-identical to an uninterrupted run's at that iteration), and
 # --resume DIR takes them: only the dead rank's shards come from the saved
 # view, and the result is bit-identical to the simulated failure of the
-# same shards at the same iteration (--fail-at, --lose-shards). ridge and mf
-# on 2 and 4 ranks, mlr on 4, lda on 2; mpirun itself killed with SIGKILL.
+# same shards at the same iteration (--fail-at, --lose-shards). Every model
+# on 2 and 4 ranks; mpirun itself killed with SIGKILL.
 bats_require_minimum_version 1.5.0
 load helper
 load mpi-helper
@@ -176,8 +176,16 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	kill_and_resume 4 3 5 --model mlr --no-timing -q --no-sync
 }
 
+@test "mpi-kill: mlr, rank 0 of 2 killed" {
+	kill_and_resume 2 0 5 --model mlr --no-timing -q --no-sync
+}
+
 @test "mpi-kill: lda, rank 1 of 2 killed" {
 	kill_and_resume 2 1 2 --model lda --no-timing -q --no-sync
+}
+
+@test "mpi-kill: lda, rank 2 of 4 killed" {
+	kill_and_resume 4 2 2 --model lda --no-timing -q --no-sync
 }
 
 @test "mpi-kill: mpirun killed with SIGKILL: every rank leaves its rows (PR_SET_PDEATHSIG)" {
