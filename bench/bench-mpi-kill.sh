@@ -89,15 +89,16 @@ kill_at() {
 	fi
 }
 
-# bench NAME ITERS C -- TRAIN_ARGS...
+# bench NAME ITERS C REBUILD -- TRAIN_ARGS...: REBUILD yes for a model
+# with recovery rebuild (mf, lda), measured after the real failure too.
 bench() {
-	name=$1 iters=$2 C=$3
-	shift 4
+	name=$1 iters=$2 C=$3 rebuild=$4
+	shift 5
 	sched="--iters $iters --policy full --interval $C"
 	echo "$name: $*; $iters iterations, a full checkpoint every $C; $runs seeds"
 	echo "  before: $(uptime)"
-	printf '  %2s %4s %6s %6s %5s %-12s %6s %9s %9s %9s %9s %8s %8s %9s\n' \
-		P seed victim kill_T ckpt lost_shards real sim restart=T-C full_sim \
+	printf '  %2s %4s %6s %6s %5s %-12s %6s %9s %8s %11s %9s %9s %8s %8s %6s\n' \
+		P seed victim kill_T ckpt lost_shards real sim rebuild restart=T-C full_sim \
 		surv_B write_ms in_place_ms equal
 	for P in $ranks; do
 		mpi "$P" "$@" --iters "$iters" --no-timing -q > "$out/$name-$P.ref.jsonl"
@@ -135,6 +136,12 @@ bench() {
 				--reference "$out/$name-$P.ref.jsonl" > "$d.sim.jsonl"
 			mpi "$P" "$@" $sched --no-timing -q --fail-at "$T" --lose-shards "$lost" --recovery full \
 				--reference "$out/$name-$P.ref.jsonl" > "$d.full.jsonl"
+			rb=-
+			if [ "$rebuild" = yes ]; then
+				mpi "$P" --resume "$d" --recovery rebuild --iters "$iters" --no-timing -q \
+					--reference "$out/$name-$P.ref.jsonl" > "$d.rebuild.jsonl" 2> /dev/null
+				rb=$(cost "$d.rebuild.jsonl")
+			fi
 			# The events from the failure on, but for what the dead rank's rows were
 			# and the summary (whose counts are of the whole run or the resumed part).
 			eq=yes
@@ -143,36 +150,36 @@ bench() {
 					jq -c 'del(.delta_norm, .real)' > "$d.$f.tail"
 			done
 			cmp -s "$d.res.tail" "$d.sim.tail" || eq=no
-			printf '  %2s %4s %6s %6s %5s %-12s %6s %9s %9s %9s %9s %8s %8s %9s\n' \
+			printf '  %2s %4s %6s %6s %5s %-12s %6s %9s %8s %11s %9s %9s %8s %8s %6s\n' \
 				"$P" "$seed" "$victim" "$T" "$Cn" "$lost" "$(cost "$d.res.jsonl")" \
-				"$(cost "$d.sim.jsonl")" $((T - Cn)) "$(cost "$d.full.jsonl")" \
+				"$(cost "$d.sim.jsonl")" "$rb" $((T - Cn)) "$(cost "$d.full.jsonl")" \
 				"$sb" "$wms" "$pms" "$eq"
-			echo "$(cost "$d.res.jsonl") $(cost "$d.sim.jsonl") $((T - Cn)) $wms $pms" \
+			echo "$(cost "$d.res.jsonl") $(cost "$d.sim.jsonl") $rb $((T - Cn)) $wms $pms" \
 				>> "$out/$name-$P.costs"
 			seed=$((seed + 1))
 		done
 		# Medians over the seeds that recovered a failure.
 		if [ -s "$out/$name-$P.costs" ]; then
-			printf '  %2s %-46s %6s %9s %9s %29s %8s\n' "$P" "median" \
-				"$(awk '{ print $1 }' "$out/$name-$P.costs" | median)" \
-				"$(awk '{ print $2 }' "$out/$name-$P.costs" | median)" \
-				"$(awk '{ print $3 }' "$out/$name-$P.costs" | median)" \
-				"$(awk '{ print $4 }' "$out/$name-$P.costs" | median)" \
-				"$(awk '{ print $5 }' "$out/$name-$P.costs" | median)"
+			col() { awk -v k="$1" '{ print $k }' "$out/$name-$P.costs" | median; }
+			[ "$rebuild" = yes ] && rb=$(col 3) || rb=-
+			printf '  %2s %-37s %6s %9s %8s %11s %28s %8s\n' "$P" "median" \
+				"$(col 1)" "$(col 2)" "$rb" "$(col 4)" "$(col 5)" "$(col 6)"
 		fi
 	done
 	echo "  after:  $(uptime)"
 	echo
 }
 
-bench ridge 150 20 -- --model ridge --shards 8 --set n=20000 --set d=100 --no-sync
-bench mlr 40 10 -- --model mlr --shards 8 --no-sync
-bench mf 40 10 -- --model mf --set users=2000 --set items=1500 --shards 6 --no-sync
-bench lda 100 20 -- --model lda --shards 8 --no-sync
+bench ridge 150 20 no -- --model ridge --shards 8 --set n=20000 --set d=100 --no-sync
+bench mlr 40 10 no -- --model mlr --shards 8 --no-sync
+bench mf 40 10 yes -- --model mf --set users=2000 --set items=1500 --shards 6 --no-sync
+bench lda 100 20 yes -- --model lda --shards 8 --no-sync
 cat <<EOF
 real: iteration cost of the resumed run (survivors' rows exact, the dead
 rank's shards from the saved view); sim: the same shards lost at the same
-iteration inside one job; equal: the events from the failure on are the
+iteration inside one job; rebuild: the real failure resumed with --recovery
+rebuild (mf solves the lost rows, lda recounts them; scar-train(1));
+equal: the events from the failure on are the
 same, bit for bit, in both (all but the unknown delta_norm); restart=T-C: the
 iterations a traditional restart redoes (killed at T, newest checkpoint C),
 full_sim: the simulated rollback's measured cost, which is that by definition;
