@@ -28,7 +28,8 @@
 # (3C, 3.5C]; the kill lands a few iterations later (the stream is polled),
 # and the table gives where it landed.
 # BENCH_QUICK=1: P = 2 only, one seed.
-# shellcheck disable=SC2016 # jq programs in single quotes
+# shellcheck disable=SC2016,SC2086,SC2012 # jq programs in single quotes; $sched is
+# words on purpose; ls of a directory this script made
 set -eu
 cd "$(dirname "$0")/.."
 PATH="$PWD:$PATH"
