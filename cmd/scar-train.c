@@ -513,6 +513,7 @@ int main(int argc, char **argv)
 	struct scar_dist_survivors survivors = { 0 };
 	int c, quiet = 0, shards_given = 0, model_given = 0, shuffle = -1, rc;
 	int policy_given = 0, interval_given = 0, fraction_given = 0, seed_given = 0;
+	int recovery_given = 0;
 	int list = 0, json = 0;
 	FILE *events = stdout;
 
@@ -628,6 +629,7 @@ int main(int argc, char **argv)
 			if ((rc = scar_recovery_parse(optarg)) < 0)
 				cli_usage_error("unknown recovery '%s' (partial, rebuild, rewind, auto, full, none)", optarg);
 			o.recovery = rc;
+			recovery_given = 1;
 			break;
 		case OPT_COST: o.measure_cost = 1; break;
 		case OPT_REFERENCE:
@@ -738,6 +740,11 @@ int main(int argc, char **argv)
 		if (survivors.iter) {
 			/* Every rank's file (mpirun itself ended): a whole state, nothing lost. */
 			o.resume_lost = survivors.nlost ? survivors.lost : NULL;
+			/* The lost shards come back as that run had saved them, whatever -d says. */
+			o.resume_view_dir = resume_path;
+			/* ... and recovered as it would have recovered them, unless told otherwise. */
+			if (!recovery_given && survivors.recovery >= 0)
+				o.recovery = survivors.recovery;
 			if (is_rank0())
 				cli_warn("resuming '%s' from %zu survivor file%s of iteration %llu (a %u-rank run); "
 					 "%u shard%s no survivor held restored as after a failure",

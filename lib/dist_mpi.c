@@ -737,6 +737,22 @@ static int surv_publish(struct scar_train_ctx *c)
 	 * stopping alone would hang the others.
 	 */
 	scar_error_clear(&e);
+	/*
+	 * The worker state in the extra too, as a checkpoint of this iteration
+	 * would hold it: a rewind record, auto's step norms (the same on every
+	 * rank, as the state tensors are).
+	 */
+	{
+		json_t *x = json_deep_copy(st->extra);
+
+		if (!x) {
+			scar_error_set(&e, SCAR_ENOMEM, "out of memory");
+			surv_warn(s, &e);
+			return 0;
+		}
+		json_decref(b->extra);
+		b->extra = x;
+	}
 	if ((rc = scar_train_schedule_extra(b->extra, c->clock, c->o, &e))) {
 		surv_warn(s, &e);
 		return 0;
@@ -747,9 +763,10 @@ static int surv_publish(struct scar_train_ctx *c)
 		for (uint32_t k = 0; sh && k < dt_of(c)->S; k++)
 			if (k % c->P == c->R)
 				json_array_append_new(sh, json_integer(k));
-		sv = json_pack("{s:i, s:i, s:o, s:I, s:I}", "rank", (int)c->R, "ranks", (int)c->P,
+		sv = json_pack("{s:i, s:i, s:o, s:I, s:I, s:s}", "rank", (int)c->R, "ranks", (int)c->P,
 			       "shards", sh, "iteration", (json_int_t)st->iteration,
-			       "clock", (json_int_t)c->clock);
+			       "clock", (json_int_t)c->clock,
+			       "recovery", scar_recovery_name(c->o->recovery));
 		if (!sv) {
 			scar_error_set(&e, SCAR_ENOMEM, "out of memory");
 			surv_warn(s, &e);

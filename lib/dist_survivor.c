@@ -63,6 +63,7 @@ int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist
 	int rc = 0;
 
 	memset(sv, 0, sizeof(*sv));
+	sv->recovery = -1;
 	if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
 		return 0;
 	if (!(d = opendir(dir)))
@@ -157,11 +158,33 @@ int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist
 		goto out;
 	}
 	st->iteration = newest;
-	if (json_is_integer(json_object_get(files[0]->extra, "clock")))
-		json_object_set(st->extra, "clock", json_object_get(files[0]->extra, "clock"));
-	else
+	/*
+	 * The worker state in the extra (a rewind record, auto's step norms)
+	 * as the survivors had it: the first file's, but for its own survivor
+	 * entry. What it holds is checked where every resumed state's is (the
+	 * trainer's start).
+	 */
+	{
+		json_t *x = json_deep_copy(files[0]->extra);
+
+		if (!x) {
+			rc = scar_error_set(err, SCAR_ENOMEM, "out of memory");
+			goto out;
+		}
+		json_object_del(x, "survivor");
+		json_decref(st->extra);
+		st->extra = x;
+	}
+	if (!json_is_integer(json_object_get(st->extra, "clock")))
 		json_object_set_new(st->extra, "clock", json_integer((json_int_t)newest));
 	sv->iter = newest;
+	{
+		const char *r = json_string_value(json_object_get(json_object_get(files[0]->extra,
+										   "survivor"),
+								  "recovery"));
+
+		sv->recovery = r ? scar_recovery_parse(r) : -1;
+	}
 	sv->nfiles = nf;
 	sv->ranks = ranks;
 	sv->older = older;

@@ -934,9 +934,15 @@ int scar_train_begin(struct scar_train_ctx *c, json_t *config)
 			agree(c, c->ops->checkpoint(c, 1));
 	/* The saved view and full recovery's base as the run had them at the resumed iteration. */
 	rc = scar_state_clone(&c->last_full, c->st, c->err);
-	if (!rc)
+	if (!rc && o->resume_view_dir) {
+		struct scar_store from;
+
+		scar_store_init(&from, o->resume_view_dir);
+		rc = scar_store_saved_view(&from, c->st, c->saved, &c->last_full, c->ages, c->err);
+	} else if (!rc) {
 		rc = scar_store_saved_view(&c->store, c->st, c->saved, &c->last_full, c->ages,
 					   c->err);
+	}
 	if ((rc = agree(c, rc)))
 		return rc;
 	/* Objectives before the resume point are unknown; pad so clocks index. */

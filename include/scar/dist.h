@@ -182,7 +182,9 @@ int scar_dist_load_resume(const char *path, struct scar_state **out, size_t *ski
  * clock (st: the checkpoint --resume loaded) and every one is of st's run:
  * st gets their rows exactly, their state tensors and iteration N, and
  * sv->lost (S bytes, malloc'd) the shards none of them holds, which the
- * resumed run restores as a failure of those shards at N. Otherwise st is
+ * resumed run restores as a failure of those shards at N, and
+ * sv->recovery the strategy that run recovered with (-1: the file does
+ * not say, or says what this build does not know). Otherwise st is
  * unchanged, sv->iter is 0 and sv->why says why when there were survivor
  * files. Errors: reading the directory, memory.
  */
@@ -192,6 +194,7 @@ struct scar_dist_survivors {
 	uint32_t ranks;		/* the P of the run that wrote them */
 	uint8_t *lost;
 	uint32_t nlost;
+	int recovery;		/* enum scar_recovery of the run, or -1 */
 	char why[512];
 };
 int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist_survivors *sv,

@@ -132,6 +132,13 @@ struct scar_train_opts {
 	 * failure and recovery. NULL: none.
 	 */
 	const uint8_t *resume_lost;
+	/*
+	 * Where the saved view and full recovery's base are rebuilt from at
+	 * the resume point, before ckpt_dir: the directory of the run whose
+	 * survivor files are resumed (its checkpoints are what it had saved
+	 * when the rank died, wherever this run writes). NULL: ckpt_dir.
+	 */
+	const char *resume_view_dir;
 
 	/* checkpoints */
 	enum scar_policy policy;

@@ -5,8 +5,8 @@
 # bit-identical to an uninterrupted run's at that iteration), and
 # --resume DIR takes them: only the dead rank's shards come from the saved
 # view, and the result is bit-identical to the simulated failure of the
-# same shards at the same iteration (--fail-at, --lose-shards). ridge and mf
-# on 2 and 4 ranks, mlr on 4, lda on 2; mpirun itself killed with SIGKILL.
+# same shards at the same iteration (--fail-at, --lose-shards). Every model
+# on 2 and 4 ranks; mpirun itself killed with SIGKILL.
 bats_require_minimum_version 1.5.0
 load helper
 load mpi-helper
@@ -29,11 +29,15 @@ newest_manifest() {
 	ls ck/ckpt-*.manifest | sort | tail -1 | sed 's/.*ckpt-0*\([0-9][0-9]*\)\.manifest/\1/'
 }
 
-# kill_and_resume P VICTIM INTERVAL TRAIN_ARGS...: a run of TRAIN_ARGS on P
-# ranks with full checkpoints every INTERVAL into ck; once the second is
-# complete, rank VICTIM is killed; then every check of the file's header.
-kill_and_resume() {
-	local P=$1 victim=$2 I=$3 mpid pid st f it k n lost rank
+# kill_rank P VICTIM INTERVAL TRAIN_ARGS...: a run of TRAIN_ARGS on P ranks
+# with full checkpoints every INTERVAL into ck; once the second is complete
+# and the stream has shown two more iterations (so that the survivors stand
+# after it), rank VICTIM is killed. Checks the survivor files: one per
+# surviving rank, each bit-identical to an uninterrupted run at its
+# iteration. Sets it (the survivors' newest iteration) and behind (the ranks
+# one iteration behind it).
+kill_rank() {
+	local P=$1 victim=$2 I=$3 mpid pid st f k n rank fit
 	shift 3
 	mkdir ck
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np "$P" \
@@ -42,9 +46,9 @@ kill_and_resume() {
 	mpid=$!
 	echo "$mpid" > "$BATS_TEST_TMPDIR/mpirun.pid"
 	f=$(printf 'ck/ckpt-%010d.manifest' $((2 * I)))
-	for _ in $(seq 600); do
-		[ -f "$f" ] && break
-		sleep 0.1
+	for _ in $(seq 3000); do
+		[ -f "$f" ] && grep -q "\"iter\":$((2 * I + 2))," run.jsonl && break
+		sleep 0.02
 	done
 	[ -f "$f" ]
 	pid=
@@ -88,8 +92,19 @@ kill_and_resume() {
 		rank=${rank%.ckpt}
 		[ "$(scar-ckpt info --json "$f" | jq -c '.extra.survivor | [.rank, .ranks, .iteration]')" = "[$rank,$P,$fit]" ]
 		run -0 scar-diff -q "$f" "ref$fit.ckpt"
+		# The worker state in the extra (a rewind record, auto's step norms) too.
+		[ "$(scar-ckpt info --json "$f" | jq -c '.extra | del(.survivor, .schedule)')" = \
+		  "$(scar-ckpt info --json "ref$fit.ckpt" | jq -c '.extra | del(.schedule)')" ]
 	done
+}
 
+# kill_and_resume P VICTIM INTERVAL TRAIN_ARGS...: kill_rank, then the
+# partial resume, checked against the simulated failure of the same shards
+# at the same iteration, and against the plain restart.
+kill_and_resume() {
+	local P=$1 victim=$2 I=$3 k n lost
+	kill_rank "$@"
+	shift 3
 	k=$((it + 6))
 	# Killed after a full checkpoint of the survivors' iteration or the next
 	# (written within an iteration, before the survivors' copy): that resumes.
@@ -150,6 +165,61 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	kill_and_resume 4 2 5 $MF
 }
 
+# recovered_as_simulated P I STRATEGY TRAIN_ARGS...: after kill_rank, the
+# resume with --recovery STRATEGY ends in the state of the simulated failure
+# of the same shards at the same iteration recovered the same way, and its
+# events from the failure on are the simulated ones.
+recovered_as_simulated() {
+	local P=$1 I=$2 s=$3 lost
+	shift 3
+	mpi "$P" --resume ck --recovery "$s" --iters $((it + 4)) --no-timing -q --save "res-$s.ckpt" \
+		> "res-$s.jsonl" 2> "res-$s.err"
+	[ "$(grep '"type":"recovery"' "res-$s.jsonl" | jq -c '[.real, .delta_norm]')" = "[true,null]" ]
+	lost=$(grep '"type":"failure"' "res-$s.jsonl" | jq -r '.shards | map(tostring) | join(",")')
+	[ -n "$lost" ]
+	mpi "$P" "$@" --iters $((it + 4)) --policy full --interval "$I" --fail-at "$it" \
+		--lose-shards "$lost" --recovery "$s" --no-timing -q --save "sim-$s.ckpt" > "sim-$s.jsonl"
+	run -0 scar-diff -q "res-$s.ckpt" "sim-$s.ckpt"
+	sed -n '/"type":"failure"/,$p' "sim-$s.jsonl" | grep -v '"type":"summary"' |
+		jq -c 'del(.delta_norm, .real, .estimates)' > "sim-$s.tail"
+	sed -n '/"type":"failure"/,$p' "res-$s.jsonl" | grep -v '"type":"summary"' |
+		jq -c 'del(.delta_norm, .real, .estimates)' > "res-$s.tail"
+	cmp "sim-$s.tail" "res-$s.tail"
+}
+
+@test "mpi-kill: a real failure is recovered by the resume's --recovery as the simulated one (mf: auto, rebuild, full, none)" {
+	# auto's step norms live in the state: the survivors' are what it chooses by.
+	kill_rank 2 1 5 $MF --recovery auto
+	[ "$(newest_manifest)" -lt "$it" ] || skip "killed after the checkpoint of iteration $it: nothing to recover"
+	[ "$(scar-ckpt info --json ck/survivor-*.rank-0.ckpt | jq '.extra.auto_steps | length')" -gt 0 ]
+	recovered_as_simulated 2 5 auto $MF --recovery auto
+	[ "$(grep '"type":"recovery"' res-auto.jsonl | jq -c '.auto.steps_fitted > 0')" = true ]
+	for s in rebuild full none; do
+		recovered_as_simulated 2 5 "$s" $MF
+	done
+	# full is the traditional restart: the checkpoint's state, redone from there.
+	[ "$(grep '"type":"recovery"' res-full.jsonl | jq -c .resume_state_iter)" = "$(newest_manifest)" ]
+}
+
+@test "mpi-kill: mlr's rewind after a real failure on 4 ranks; an earlier failure's rewind record survives" {
+	local R="--model mlr --no-timing -q --no-sync --recovery rewind"
+	# A simulated failure of shard 2 (rank 2's) first: its rows lag from then on.
+	kill_rank 4 1 10 $R --fail-at 3 --lose-shards 2
+	[ "$(newest_manifest)" -lt "$it" ] || skip "killed after the checkpoint of iteration $it: nothing to recover"
+	[ "$(scar-ckpt info --json ck/survivor-*.rank-0.ckpt | jq '[.extra.rewind.weights[] | select(.[0] % 8 == 2)] | length')" -gt 0 ]
+	mpi 4 --resume ck --iters $((it + 4)) --no-timing -q --save res.ckpt > res.jsonl
+	[ "$(grep '"type":"recovery"' res.jsonl | jq -c '[.strategy, .rows_rewound > 0]')" = '["rewind",true]' ]
+	# Shard 2's lags are the uninterrupted run's; the lost shards' are new.
+	mpi 4 $R --fail-at 3 --lose-shards 2 --iters $((it + 4)) --save plain.ckpt > /dev/null
+	lags() { scar-ckpt info --json "$1" | jq -c '[.extra.rewind.weights[] | select(.[0] % 8 == 2)]'; }
+	[ "$(lags res.ckpt)" = "$(lags plain.ckpt)" ]
+	# Without the earlier failure, a resume is the simulated failure, as for partial.
+	rm -r ck ref*.ckpt
+	kill_rank 4 1 10 $R
+	[ "$(newest_manifest)" -lt "$it" ] || skip "killed after the checkpoint of iteration $it: nothing to recover"
+	recovered_as_simulated 4 10 rewind $R
+}
+
 @test "mpi-kill: survivor files older than the newest checkpoint are passed over, and said so" {
 	mkdir ck
 	mpi 2 $RIDGE --iters 20 --policy full --interval 10 --checkpoint-dir ck > a.jsonl
@@ -176,8 +246,16 @@ MF="--model mf --set users=2000 --set items=1500 --shards 6 --no-timing -q --no-
 	kill_and_resume 4 3 5 --model mlr --no-timing -q --no-sync
 }
 
+@test "mpi-kill: mlr, rank 0 of 2 killed" {
+	kill_and_resume 2 0 5 --model mlr --no-timing -q --no-sync
+}
+
 @test "mpi-kill: lda, rank 1 of 2 killed" {
-	kill_and_resume 2 1 2 --model lda --no-timing -q --no-sync
+	kill_and_resume 2 1 4 --model lda --no-timing -q --no-sync
+}
+
+@test "mpi-kill: lda, rank 2 of 4 killed" {
+	kill_and_resume 4 2 4 --model lda --no-timing -q --no-sync
 }
 
 @test "mpi-kill: mpirun killed with SIGKILL: every rank leaves its rows (PR_SET_PDEATHSIG)" {
