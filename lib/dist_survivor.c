@@ -13,8 +13,10 @@
 
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/model.h"
 #include "scar/shard.h"
 #include "scar/store.h"
+#include "rewind.h"
 #include "store_internal.h"
 #include "train_internal.h"
 
@@ -30,24 +32,41 @@ static int survivor_name(const char *name, uint64_t *it)
 	return !errno && strncmp(end, ".rank-", 6) == 0 && scar_store_is_rank_file(name);
 }
 
-/* A survivor file of st's run: same model, shards, configuration and tensors. */
-static int survivor_fits(const struct scar_state *f, const struct scar_state *st, uint32_t *ranks)
+/*
+ * A survivor file of st's run: same model, shards, configuration and
+ * tensors, and worker state a resume can take (its clock, rewind record
+ * and recovery strategy valid: they become the resumed run's). NULL when
+ * it is; else what is wrong, for the message.
+ */
+static const char *survivor_unfit(const struct scar_state *f, const struct scar_state *st,
+				  uint32_t *ranks)
 {
 	const json_t *sv = json_object_get(f->extra, "survivor"), *p = json_object_get(sv, "ranks");
+	const json_t *rec = json_object_get(sv, "recovery");
+	struct scar_error e;
 
 	if (strcmp(f->model, st->model) || f->shards != st->shards ||
 	    !json_equal(f->config, st->config) || !json_is_integer(p) ||
 	    json_integer_value(p) < 1 || json_integer_value(p) > 1 << 20)
-		return 0;
+		return "is not of this run";
 	*ranks = (uint32_t)json_integer_value(p);
 	for (size_t i = 0; i < f->ntensors; i++) {
 		const struct scar_tensor *x = f->tensors[i], *y = scar_state_find(st, x->name);
 
 		if (!y || y->dtype != x->dtype || y->role != x->role || y->ndim != x->ndim ||
 		    memcmp(y->shape, x->shape, sizeof(x->shape[0]) * (size_t)x->ndim))
-			return 0;
+			return "is not of this run";
 	}
-	return 1;
+	if (!scar_train_clock_ok(f))
+		return "has an extra \"clock\" that is not a whole number at or after its iteration";
+	if (rec && (!json_is_string(rec) || scar_recovery_parse(json_string_value(rec)) < 0))
+		return "names no recovery strategy this build knows";
+	scar_error_clear(&e);
+	if (json_object_get(f->extra, "rewind") &&
+	    (scar_rewind_check(f, &e) || !scar_model_find(f->model) ||
+	     !scar_model_find(f->model)->rewinds))
+		return "has a rewind record that is not valid";
+	return NULL;
 }
 
 int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist_survivors *sv,
@@ -95,6 +114,7 @@ int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist
 	while ((de = readdir(d))) {
 		char path[4096];
 		struct scar_state *f = NULL;
+		const char *unfit = NULL;
 		struct scar_error e;
 		uint32_t p;
 
@@ -108,9 +128,10 @@ int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist
 			continue;
 		scar_error_clear(&e);
 		if (scar_ckpt_load(path, &f, &e) || f->iteration != newest ||
-		    !survivor_fits(f, st, &p) || (ranks && p != ranks)) {
+		    (unfit = survivor_unfit(f, st, &p)) || (ranks && p != ranks)) {
 			snprintf(sv->why, sizeof(sv->why), "survivor file '%.300s' %.150s", path,
-				 f ? "is not of this run" : e.msg[0] ? e.msg : "cannot be read");
+				 !f ? (e.msg[0] ? e.msg : "cannot be read") :
+				 unfit ? unfit : "is not of this run");
 			scar_state_free(f);
 			goto out;
 		}

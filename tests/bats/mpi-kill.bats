@@ -10,6 +10,7 @@
 bats_require_minimum_version 1.5.0
 load helper
 load mpi-helper
+load setmeta
 
 setup() {
 	[ -z "${SCAR_MPI_SKIP:-}" ] || skip "$SCAR_MPI_SKIP"
@@ -240,6 +241,31 @@ recovered_as_simulated() {
 	mpi 2 --resume ck --iters 30 --checkpoint-dir ck --no-timing -q > r3.jsonl
 	! ls -A ck | grep -q survivor
 	[ -f ck/ckpt-0000000030.manifest ]
+}
+
+@test "mpi-kill: a survivor file with worker state a resume cannot take is passed over, and said so" {
+	[ -f "$SCAR_ROOT/lib/libscar.a" ] || skip "lib/libscar.a not built (run make)"
+	build_setmeta .
+	kill_rank 2 1 10 $RIDGE
+	[ "$(newest_manifest)" -lt "$it" ] || skip "killed after the checkpoint of iteration $it: nothing to recover"
+	f=$(ls ck/survivor-*.rank-0.ckpt)
+	cp "$f" good.ckpt
+	for patch in '{"clock":-5}' '{"clock":"7"}' '{"clock":1}' \
+		'{"survivor":{"rank":0,"ranks":2,"shards":[0,2,4,6],"recovery":"bogus"}}' \
+		'{"survivor":{"rank":0,"ranks":2,"shards":[0,2,4,6],"recovery":3}}' \
+		'{"rewind":{"w":[[0,1]]}}' '{"rewind":{"nosuch":[[0,1]]}}' '{"rewind":[1]}' \
+		'{"rewind":{"w":[[1,2],[0,1]]}}' '{"rewind":{"w":[[0,1000000]]}}'; do
+		./setmeta good.ckpt "$f" '{}' "$patch"
+		mpi 2 --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
+		grep -q "resuming 'ck' from its newest complete checkpoint .*: survivor file '$f' \(has\|names\)" r.err ||
+			{ echo "$patch:"; cat r.err; false; }
+		[ "$(jq -r 'select(.type == "header") | .resume_iter' r.jsonl)" = "$(newest_manifest)" ]
+		! grep -q '"type":"failure"' r.jsonl
+	done
+	# The file as written resumes.
+	cp good.ckpt "$f"
+	mpi 2 --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
+	grep -q "from 1 survivor file of iteration $it" r.err
 }
 
 @test "mpi-kill: mlr, rank 3 of 4 killed" {
