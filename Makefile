@@ -167,7 +167,8 @@ valgrind-check: all tests/fault-shim.so
 	  sh tests/valgrind-report.sh $(VALGRIND_OUT) && exit $$st
 
 # tsan-check: the suites that run threads (scar-train --async, --threads of
-# the writers and of verify and info), built with ThreadSanitizer, which
+# the writers and of verify and info, the survivor thread of an MPI rank
+# that outlives another's death), built with ThreadSanitizer, which
 # stops at the first report (halt_on_error). Call it as is: it builds with
 # SANITIZE=thread itself (rebuilding everything).
 TSAN_BATS := tests/bats/async.bats tests/bats/threads.bats
@@ -175,6 +176,8 @@ tsan-check:
 	$(MAKE) SANITIZE=thread all tests/fault-shim.so
 	TSAN_OPTIONS=halt_on_error=1 bats $(BATS_FLAGS) $(TSAN_BATS)
 	TSAN_OPTIONS=halt_on_error=1 bats $(BATS_FLAGS) -f 'async' tests/bats/faults.bats tests/bats/crash.bats
+	TSAN_OPTIONS=halt_on_error=1 bats $(BATS_FLAGS) -f 'mf, rank 1 of 2|mpirun killed|as the simulated one' \
+		tests/bats/mpi-kill.bats
 
 deps:
 	@sh tools/deps.sh
