@@ -737,6 +737,22 @@ int main(int argc, char **argv)
 		/* Survivor files of a real failure newer than the checkpoint (scar-mpi(7)). */
 		if (!cli_is_stdio(resume_path) && scar_dist_survivors(resume_path, resume, &survivors, &err))
 			cli_die_error(&err);
+		/*
+		 * Under mpirun every rank read the files itself: all must have read
+		 * them before rank 0 takes the directory (which removes them, when
+		 * it is -d), and all must have found the same.
+		 */
+		{
+			uint32_t d = (uint32_t)survivors.iter * 2654435761u + (uint32_t)(survivors.iter >> 32);
+			int h;
+
+			for (uint32_t k = 0; survivors.lost && k < resume->shards; k++)
+				d = d * 31u + survivors.lost[k];
+			h = (int)(d & 0x3fffffff);
+			if (scar_dist_max_int(h) != -scar_dist_max_int(-h))
+				cli_die("the ranks found different survivor files in '%s': is another process writing there?",
+					resume_path);
+		}
 		if (survivors.iter) {
 			/* Every rank's file (mpirun itself ended): a whole state, nothing lost. */
 			o.resume_lost = survivors.nlost ? survivors.lost : NULL;

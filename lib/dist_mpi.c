@@ -82,6 +82,15 @@ int scar_dist_bcast_int(int v)
 	return v;
 }
 
+int scar_dist_max_int(int v)
+{
+	int m = v;
+
+	if (g_inited && g_size > 1)
+		MPI_Allreduce(&v, &m, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	return m;
+}
+
 int scar_dist_active(void)
 {
 	return g_inited && g_size > 1;
@@ -990,6 +999,11 @@ void scar_dist_finalize(void)
 }
 
 int scar_dist_bcast_int(int v)
+{
+	return v;
+}
+
+int scar_dist_max_int(int v)
 {
 	return v;
 }

@@ -251,6 +251,12 @@ void scar_dist_finalize(void);
  * one rank makes for all, e.g. creating the checkpoint directory.
  */
 int scar_dist_bcast_int(int v);
+/*
+ * The largest v of all ranks, on every rank (a collective, so also a
+ * barrier: no rank returns before every rank has called it); v itself when
+ * MPI is not running.
+ */
+int scar_dist_max_int(int v);
 
 /* Nonzero when MPI is running with more than one rank. */
 int scar_dist_active(void);

@@ -69,10 +69,10 @@ kill_rank() {
 	n=$(ls ck/survivor-*.rank-*.ckpt | wc -l)
 	[ "$n" -eq $((P - 1)) ]
 	[ ! -e "ck/survivor-"*".rank-$victim.ckpt" ]
-	! ls -A ck | grep -q '^\.survivor'
+	[ "$(ls -A ck | grep -c '^\.survivor')" = 0 ]
 	grep -q "wrote 'ck/survivor-" run.err
 	# Under a sanitizer build (make check SANITIZE=..., make tsan-check), no report.
-	! grep -q "Sanitizer" run.err
+	[ "$(grep -c Sanitizer run.err)" = 0 ]
 	# At most one iteration apart: a rank the dead one had not yet sent its
 	# last rows to is stuck one iteration behind the others.
 	its=$(ls ck/survivor-*.ckpt | sed 's/.*survivor-0*\([0-9][0-9]*\)\..*/\1/' | sort -nu)
@@ -114,7 +114,7 @@ kill_and_resume() {
 	if [ "$(newest_manifest)" -ge "$it" ]; then
 		mpi "$P" --resume ck --iters "$k" --no-timing > res.jsonl 2> res.err
 		grep -q "newest complete checkpoint .*not newer than the checkpoint" res.err
-		! grep -q '"type":"failure"' res.jsonl
+		[ "$(grep -c '"type":"failure"' res.jsonl)" = 0 ]
 		return 0
 	fi
 	# Resume: the lost shards are the dead rank's (and those of a rank one
@@ -139,7 +139,7 @@ kill_and_resume() {
 	# Without the survivor files it is the checkpoint's restart, and the result differs.
 	rm ck/survivor-*.ckpt
 	mpi "$P" --resume ck --iters "$k" --no-timing --save old.ckpt > old.jsonl 2> old.err
-	! grep -q '"type":"failure"' old.jsonl
+	[ "$(grep -c '"type":"failure"' old.jsonl)" = 0 ]
 	run -1 scar-diff -q old.ckpt sim.ckpt
 }
 
@@ -231,43 +231,79 @@ recovered_as_simulated() {
 	cp s15.ckpt ck/survivor-0000000015.rank-0.ckpt
 	mpi 2 --resume ck --iters 25 --no-timing -q > r.jsonl 2> r.err
 	grep -q "newest complete checkpoint .*not newer than the checkpoint" r.err
-	! grep -q '"type":"failure"' r.jsonl
+	[ "$(grep -c '"type":"failure"' r.jsonl)" = 0 ]
 	# A file named as a survivor's that is not one is refused, and the checkpoint used.
 	cp s15.ckpt ck/survivor-0000000024.rank-0.ckpt
 	mpi 2 --resume ck --iters 25 --no-timing -q > r2.jsonl 2> r2.err
-	grep -q "survivor file .*survivor-0000000024.rank-0.ckpt' is not of this run" r2.err
+	grep -q "survivor file .*survivor-0000000024.rank-0.ckpt' is of another iteration than its name's" r2.err
 	[ "$(jq -r 'select(.type == "header") | .resume_iter' r2.jsonl)" = "20" ]
 	# A run writing in the directory supersedes them, and a killed writer's temporary.
 	: > ck/.survivor-0000000022.rank-1.ckpt.tmp.AbC123
 	touch -d '1 hour ago' ck/.survivor-0000000022.rank-1.ckpt.tmp.AbC123
 	mpi 2 --resume ck --iters 30 --checkpoint-dir ck --no-timing -q > r3.jsonl
-	! ls -A ck | grep -q survivor
+	[ "$(ls -A ck | grep -c survivor)" = 0 ]
 	[ -f ck/ckpt-0000000030.manifest ]
 }
 
 @test "mpi-kill: a survivor file with worker state a resume cannot take is passed over, and said so" {
 	[ -f "$SCAR_ROOT/lib/libscar.a" ] || skip "lib/libscar.a not built (run make)"
 	build_setmeta .
-	kill_rank 2 1 10 $RIDGE
+	kill_rank 2 1 20 $RIDGE
 	[ "$(newest_manifest)" -lt "$it" ] || skip "killed after the checkpoint of iteration $it: nothing to recover"
 	f=$(ls ck/survivor-*.rank-0.ckpt)
 	cp "$f" good.ckpt
 	for patch in '{"clock":-5}' '{"clock":"7"}' '{"clock":1}' \
 		'{"survivor":{"rank":0,"ranks":2,"shards":[0,2,4,6],"recovery":"bogus"}}' \
 		'{"survivor":{"rank":0,"ranks":2,"shards":[0,2,4,6],"recovery":3}}' \
+		'{"survivor":{"rank":0,"ranks":2,"shards":[0,2,4,6],"recovery":"rebuild"}}' \
+		'{"survivor":{"rank":0,"ranks":2,"shards":[0,1,2,3,4,5,6,7],"recovery":"partial"}}' \
+		'{"survivor":{"rank":0,"ranks":2,"shards":[0,2,4],"recovery":"partial"}}' \
+		'{"survivor":{"rank":1,"ranks":2,"shards":[1,3,5,7],"recovery":"partial"}}' \
+		'{"survivor":{"rank":0,"ranks":4,"shards":[0,4],"recovery":"partial"}}' \
+		'{"survivor":{"rank":2,"ranks":2,"shards":[],"recovery":"partial"}}' \
 		'{"rewind":{"w":[[0,1]]}}' '{"rewind":{"nosuch":[[0,1]]}}' '{"rewind":[1]}' \
 		'{"rewind":{"w":[[1,2],[0,1]]}}' '{"rewind":{"w":[[0,1000000]]}}'; do
 		./setmeta good.ckpt "$f" '{}' "$patch"
 		mpi 2 --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
-		grep -q "resuming 'ck' from its newest complete checkpoint .*: survivor file '$f' \(has\|names\)" r.err ||
+		grep -q "resuming 'ck' from its newest complete checkpoint .*: survivor file '$f' \(has\|names\|claims\|holds\)" r.err ||
 			{ echo "$patch:"; cat r.err; false; }
 		[ "$(jq -r 'select(.type == "header") | .resume_iter' r.jsonl)" = "$(newest_manifest)" ]
-		! grep -q '"type":"failure"' r.jsonl
+		[ "$(grep -c '"type":"failure"' r.jsonl)" = 0 ]
 	done
+	# A file of the dead rank's name with the survivor's contents (a rank
+	# twice), and a FIFO of that name (which would block a reader's open).
+	cp good.ckpt "$f"
+	g=${f%.rank-0.ckpt}.rank-1.ckpt
+	cp good.ckpt "$g"
+	mpi 2 --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
+	grep -q "survivor file '$g' has a rank that is not its name's" r.err
+	rm "$g"
+	mkfifo "$g"
+	timeout 60 "$TRAIN" --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
+	grep -q "survivor file '$g' is not a regular file" r.err
+	rm "$g"
 	# The file as written resumes.
 	cp good.ckpt "$f"
 	mpi 2 --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
 	grep -q "from 1 survivor file of iteration $it" r.err
+}
+
+@test "mpi-kill: a resume on 3 ranks writing into the directory it resumes: every rank takes the survivors" {
+	# Rank 0 takes the directory and removes the old survivor files; the
+	# others must have read them first (once they had not: they resumed the
+	# checkpoint, rank 0 the survivors, and the job hung).
+	kill_rank 2 1 20 $RIDGE
+	[ "$(newest_manifest)" -lt "$it" ] || skip "killed after the checkpoint of iteration $it: nothing to recover"
+	cp -a ck ck.orig
+	for _ in 1 2 3; do
+		rm -rf ck
+		cp -a ck.orig ck
+		timeout 120 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe \
+			-np 3 "$TRAIN" --resume ck --checkpoint-dir ck --iters $((it + 4)) --no-timing -q \
+			> r.jsonl 2> r.err
+		[ "$(grep -c '"type":"failure"' r.jsonl)" = 1 ]
+		[ "$(ls ck | grep -c survivor)" = 0 ]
+	done
 }
 
 @test "mpi-kill: mlr, rank 3 of 4 killed" {
@@ -326,11 +362,11 @@ recovered_as_simulated() {
 	if [ "$(newest_manifest)" -ge "$it" ]; then
 		# Killed just after a full checkpoint of that iteration or the next: that resumes.
 		grep -q "newest complete checkpoint .*not newer than the checkpoint" res.err
-		! grep -q '"type":"failure"' res.jsonl
+		[ "$(grep -c '"type":"failure"' res.jsonl)" = 0 ]
 	elif [ "$(ls ck/survivor-*.ckpt | sed 's/.*survivor-\([0-9]*\)\..*/\1/' | sort -u | wc -l)" -eq 1 ]; then
 		# Both at one iteration: a whole state, no failure, the uninterrupted run's.
 		grep -q "from 2 survivor files of iteration $it" res.err
-		! grep -q '"type":"failure"' res.jsonl
+		[ "$(grep -c '"type":"failure"' res.jsonl)" = 0 ]
 		mpi 2 $RIDGE --iters $((it + 5)) --save ref.ckpt > /dev/null
 		run -0 scar-diff -q res.ckpt ref.ckpt
 	else
