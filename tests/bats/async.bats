@@ -90,7 +90,7 @@ same_run() {
 	# flight at the failure after 13 (two, as the writer goes; the failure
 	# first waits until the writer has chosen the rows of 12): the rows
 	# chosen on the writer thread come out of the saved view, however many.
-	local p n last step
+	local p n last step told=0
 	for p in full round-robin random priority; do
 		step=2
 		[ "$p" = full ] && step=4
@@ -110,9 +110,16 @@ same_run() {
 		scar-inject --lose-shards 0,1 --reset from=durable.ckpt final.ckpt r.ckpt 2> /dev/null
 		scar-inject --lose-shards 0,1 --reset from=all.ckpt final.ckpt r12.ckpt 2> /dev/null
 		run -0 scar-diff -q final.ckpt r.ckpt
-		run -1 scar-diff -q final.ckpt r12.ckpt
+		# The in-flight rows were other values (unless the ones in flight
+		# held no changed row of shards 0 and 1, as a partial policy's may).
+		if ! scar-diff -q r.ckpt r12.ckpt > /dev/null; then
+			run -1 scar-diff -q final.ckpt r12.ckpt
+			told=$((told + 1))
+		fi
 		scar-ckpt verify -q d/ckpt-*.ckpt
 	done
+	# full's checkpoint 12 in flight always holds them.
+	[ "$told" -ge 1 ]
 }
 
 @test "--async: the summary and checkpoint records carry the stall and the background time" {
