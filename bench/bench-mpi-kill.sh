@@ -39,19 +39,9 @@ mkdir -p "$out"
 runs=${BENCH_RUNS:-3}
 ranks="2 4"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then runs=1 ranks=2; fi
-train=${SCAR_MPI_TRAIN:-$PWD/scar-train}
-
-for t in mpirun jq pgrep; do
-	command -v "$t" >/dev/null || { echo "bench-mpi-kill: '$t' not installed (make deps); skipped"; exit 0; }
-done
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-if ! mpirun --oversubscribe -np 2 "$train" --model ridge --iters 1 -q --no-timing 2>/dev/null |
-	grep -q '"ranks":2'; then
-	echo "bench-mpi-kill: $train is not the MPI variant (build with mpicc); skipped"
-	exit 0
-fi
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+name=bench-mpi-kill tools="jq pgrep"
+# shellcheck source=bench/mpi-common.sh
+. bench/mpi-common.sh
 mpi() { np=$1; shift; mpirun --oversubscribe -np "$np" "$train" "$@"; }
 cost() { jq -r 'select(.type == "cost") | .cost' "$1"; }
 

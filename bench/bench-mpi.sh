@@ -51,21 +51,11 @@ out=bench/out/mpi
 rm -rf "$out"
 mkdir -p "$out"
 runs=${BENCH_RUNS:-3}
-train=${SCAR_MPI_TRAIN:-$PWD/scar-train}
 data=${SCAR_DATA:-${XDG_CACHE_HOME:-$HOME/.cache}/scar}
 if [ "${BENCH_QUICK:-0}" = 1 ]; then q=5 h=2; else q=1 h=1; fi
-
-for t in mpirun jq od dd; do
-	command -v "$t" >/dev/null || { echo "bench-mpi: '$t' not installed (make deps); skipped"; exit 0; }
-done
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-if ! mpirun --oversubscribe -np 2 "$train" --model ridge --iters 1 -q --no-timing 2>/dev/null |
-	grep -q '"ranks":2'; then
-	echo "bench-mpi: $train is not the MPI variant (build with mpicc); skipped"
-	exit 0
-fi
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+name=bench-mpi tools="jq od dd"
+# shellcheck source=bench/mpi-common.sh
+. bench/mpi-common.sh
 
 # The JSON metadata block of a checkpoint file (scar-ckpt(5): u32 meta_len at
 # offset 16, the JSON at 24).

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "scar/ckpt.h"
 #include "scar/dist.h"
+#include "scar/file.h"
 #include "scar/model.h"
 #include "scar/shard.h"
 #include "scar/store.h"
@@ -174,6 +176,7 @@ int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist
 		const char *unfit = NULL;
 		struct scar_error e;
 		uint32_t p;
+		int fd, lrc;
 
 		if (!survivor_name(de->d_name, &it, &nr))
 			continue;
@@ -185,12 +188,13 @@ int scar_dist_survivors(const char *dir, struct scar_state *st, struct scar_dist
 			continue;
 		scar_error_clear(&e);
 		/* A FIFO would block the open, a device feed it forever: regular files only. */
-		if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-			snprintf(sv->why, sizeof(sv->why), "survivor file '%.300s' is not a regular file",
-				 path);
+		if ((fd = scar_open_input(path, SCAR_OPEN_REGULAR, &e)) < 0) {
+			snprintf(sv->why, sizeof(sv->why), "survivor file %.450s", e.msg);
 			goto out;
 		}
-		if (scar_ckpt_load(path, &f, &e) ||
+		lrc = scar_ckpt_load_fd(fd, path, &f, &e);
+		close(fd);
+		if (lrc ||
 		    (f->iteration != newest && (unfit = "is of another iteration than its name's")) ||
 		    (unfit = survivor_unfit(f, st, nr, &p)) ||
 		    (ranks && p != ranks && (unfit = "has other ranks than the other survivor files")) ||

@@ -280,7 +280,7 @@ recovered_as_simulated() {
 	rm "$g"
 	mkfifo "$g"
 	timeout 60 "$TRAIN" --resume ck --iters $((it + 2)) --no-timing -q > r.jsonl 2> r.err
-	grep -q "survivor file '$g' is not a regular file" r.err
+	grep -q "survivor file '$g' is a FIFO, not a regular file" r.err
 	rm "$g"
 	# The file as written resumes.
 	cp good.ckpt "$f"
